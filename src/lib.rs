@@ -1,0 +1,1 @@
+//! Replan: a planning agent that lives in CI.
