@@ -1,1 +1,13 @@
 //! Replan: a planning agent that lives in CI.
+//!
+//! Data flows one way: trigger → gate → config → history replay → engine (LLM, tools, forge) →
+//! report → persist. See ARCHITECTURE.md in the repository for the module map.
+
+pub mod engine;
+pub mod forge;
+pub mod history;
+pub mod llm;
+pub mod plan;
+pub mod report;
+pub mod tools;
+pub mod trigger;

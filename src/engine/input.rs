@@ -1,0 +1,44 @@
+//! What a person or the scheduler asks of a cycle, after the trigger has been parsed and gated.
+
+use crate::plan::Phase;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EngineInput {
+    /// Plan and execute from the thread's title and body (or continue the current plan).
+    Start {
+        title: String,
+        body: String,
+        author: String,
+    },
+    /// `/replan [goal|tasks|actions] [reason]`: a human-request replan; the reason is feedback.
+    Replan {
+        target: Option<Phase>,
+        reason: Option<String>,
+        author: String,
+    },
+    Approve {
+        author: String,
+    },
+    Reject {
+        reason: Option<String>,
+        author: String,
+    },
+    Stop {
+        author: String,
+    },
+    /// `/resume`: retry blocked tasks.
+    Resume {
+        author: String,
+    },
+    Status {
+        author: String,
+    },
+    /// A comment while a question is pending.
+    Answer {
+        text: String,
+        author: String,
+    },
+    /// The scheduled sweep: continue on the stated assumptions when a question timed out.
+    Sweep,
+}

@@ -1,0 +1,146 @@
+//! The forge (GitHub, GitLab, or a local directory) behind one trait: threads, comments,
+//! permissions, reactions and pull/merge requests. History storage is `history::HistoryBackend`.
+
+use crate::trigger::{ForgeKind, ThreadRef};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: String,
+    pub author: String,
+    #[serde(default)]
+    pub author_is_bot: bool,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    pub thread: ThreadRef,
+    pub title: String,
+    pub body: String,
+    pub author: String,
+    pub url: String,
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// Access of a user to the repository, normalised over GitHub roles and GitLab access levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    None,
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reaction {
+    Eyes,
+    ThumbsUp,
+    Rocket,
+    Confused,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PullRequestRequest {
+    /// Branch that already holds the commits.
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PullRequestRef {
+    pub number: u64,
+    pub url: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error(
+        "{forge} rejected the token (HTTP 401) for {what}: check that the token is set and valid"
+    )]
+    Unauthorized { forge: String, what: String },
+    #[error("{forge} denied {what} (HTTP 403): {message}")]
+    Forbidden {
+        forge: String,
+        what: String,
+        message: String,
+    },
+    #[error("{what} was not found (HTTP 404)")]
+    NotFound { what: String },
+    #[error("{what} conflicts with a concurrent change (HTTP {status}): {message}")]
+    Conflict {
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{forge} rejected {what} (HTTP 422): {message}")]
+    Unprocessable {
+        forge: String,
+        what: String,
+        message: String,
+    },
+    #[error("{forge} rate limit hit for {what}; retry after {retry_after_secs}s")]
+    RateLimited {
+        forge: String,
+        what: String,
+        retry_after_secs: u64,
+    },
+    #[error("{forge} failed on {what} (HTTP {status}): {message}")]
+    Server {
+        forge: String,
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error("could not reach {forge} for {what}: {message}")]
+    Connection {
+        forge: String,
+        what: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+#[async_trait]
+pub trait Forge: Send + Sync {
+    fn kind(&self) -> ForgeKind;
+
+    /// Link to the CI run for the checklist ("View run"), if known.
+    fn run_url(&self) -> Option<String> {
+        None
+    }
+
+    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError>;
+    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError>;
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError>;
+    async fn update_comment(
+        &self,
+        thread: &ThreadRef,
+        comment_id: &str,
+        body: &str,
+    ) -> Result<(), ForgeError>;
+    async fn permission(&self, user: &str) -> Result<Permission, ForgeError>;
+    /// React to the thread itself (`comment_id` None) or to a comment.
+    async fn react(
+        &self,
+        thread: &ThreadRef,
+        comment_id: Option<&str>,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError>;
+    async fn open_pull_request(
+        &self,
+        request: &PullRequestRequest,
+    ) -> Result<PullRequestRef, ForgeError>;
+}

@@ -1,0 +1,59 @@
+//! Where a thread's history file lives: a local directory, a branch through the GitHub or GitLab
+//! API, or a branch through the `git` CLI. All of them append with compare-and-swap semantics.
+
+use super::Entry;
+use crate::trigger::ThreadRef;
+use async_trait::async_trait;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history I/O failed for {what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("history backend error: {0}")]
+    Backend(String),
+    #[error("could not append to {path} after {attempts} attempts: the history branch kept moving")]
+    ConflictRetriesExhausted { path: String, attempts: u32 },
+}
+
+/// The raw file as stored, with an opaque version token for compare-and-swap.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedHistory {
+    pub text: String,
+    /// Commit sha / file revision the text was read at; None when the file does not exist yet.
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppendOutcome {
+    /// The commit (or local revision) that now holds the lines.
+    pub commit: Option<String>,
+    /// How many times a concurrent writer forced a re-read and re-append.
+    pub conflicts: u32,
+    /// The `seq` the first appended entry received (entries are renumbered after a conflict so
+    /// sequence numbers stay unique and increasing in the file).
+    pub first_seq: u64,
+}
+
+#[async_trait]
+pub trait HistoryBackend: Send + Sync {
+    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError>;
+
+    /// Append entries to the thread's file, one JSON line each. Implementations re-read and
+    /// re-append on a concurrent change, renumbering `seq` after the last line they find: no line
+    /// of either writer may be lost, and corrupt lines already in the file are kept as they are.
+    async fn append(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError>;
+
+    /// Every thread that has a history file (for the scheduled sweep and pruning).
+    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError>;
+
+    /// Replace a whole file (prune/archive only; never used during a run).
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError>;
+}

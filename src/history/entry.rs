@@ -1,0 +1,286 @@
+//! One line of a thread's JSONL history. Versioned; every entry carries the envelope fields of
+//! SPEC F4 (schema version, type, timestamp, run id, sequence number).
+
+use crate::plan::{
+    ActionPlan, Completion, Phase, Plan, PlanRevision, Reflection, ReplanDecision, ReplanTrigger,
+    ReplanType, ReplanningInfo, TaskState,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Bumped when an entry's meaning changes; readers accept every version up to this one.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Schema version.
+    pub v: u32,
+    /// Position in the thread's file, 1-based and strictly increasing.
+    pub seq: u64,
+    pub ts: DateTime<Utc>,
+    /// The seed's task uuid: `<ci run id>-<attempt>` or `local-<uuid>`.
+    pub run_id: String,
+    #[serde(flatten)]
+    pub body: EntryBody,
+}
+
+/// Who asked for a run and what they asked (a summary of the trigger, without secrets).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub event: String,
+    pub actor: String,
+    /// `start`, `command:/replan`, `answer`, `sweep`, ...
+    pub request: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The (sanitised) text that drives this run: issue body, comment, answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_url: Option<String>,
+}
+
+/// Outcome of a recorded decision once the engine acted on it (seed 000 §10.1 `result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionResult {
+    Success,
+    Failure,
+    Skipped,
+    /// Waiting for a person (`/approve`) before it is executed.
+    Pending,
+}
+
+/// Seed 000 §10.1: a replan decision with what the system did with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub replan_id: String,
+    pub phase: Phase,
+    /// The model's decision exactly as parsed (the whole JSON, §10.3 "完全に保存").
+    pub llm_decision: ReplanDecision,
+    pub confidence: f64,
+    pub executed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_reason: Option<String>,
+    pub result: DecisionResult,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<ReplanTrigger>,
+    /// Fingerprint of the trigger for loop detection (same phase + type + normalised issues).
+    #[serde(default)]
+    pub trigger_key: String,
+    /// Set when the reply could not be parsed and the seed's fallback (no replan) was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parse_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_reply: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefinementVerdict {
+    Accept,
+    Replan,
+    Reject,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JudgeOutcome {
+    Done,
+    NeedsContinuation,
+    Replan,
+    Blocked,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionOutcome {
+    Ok,
+    NotFound,
+    Denied,
+    Timeout,
+    InvalidArguments,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approved,
+    Rejected,
+}
+
+/// Final status of a run, also the `status` step output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    WaitingForAnswer,
+    WaitingForApproval,
+    RequiresHumanIntervention,
+    Stopped,
+    BudgetExhausted,
+    Blocked,
+    Failed,
+}
+
+/// LLM usage of one call or one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryBody {
+    RunStarted {
+        request: RunRequest,
+    },
+    /// A new current plan (version 1 for the first plan of a thread).
+    Plan {
+        version: u32,
+        plan: Plan,
+    },
+    /// A replacement of the current plan (seed 001 `revision`; carries the seed's fields).
+    Revision {
+        version: u32,
+        reason: String,
+        #[serde(default)]
+        changes: Vec<crate::plan::RevisionChange>,
+        updated_plan: Plan,
+        #[serde(default)]
+        replan_type: ReplanType,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trigger: Option<ReplanTrigger>,
+    },
+    Reflection {
+        reflection: Reflection,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan_revision: Option<PlanRevision>,
+    },
+    ReplanDecision(DecisionRecord),
+    Refinement {
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+        #[serde(default)]
+        is_acceptable: bool,
+        #[serde(default)]
+        issues: Vec<String>,
+        #[serde(default)]
+        suggestions: Vec<String>,
+        decision: RefinementVerdict,
+        reason: String,
+    },
+    Judge {
+        task_id: String,
+        outcome: JudgeOutcome,
+        reason: String,
+        #[serde(default)]
+        missing_requirements: Vec<String>,
+    },
+    Action {
+        task_id: String,
+        tool: String,
+        /// SHA-256 of the canonical JSON arguments; the arguments themselves may hold secrets.
+        arguments_digest: String,
+        outcome: ActionOutcome,
+        #[serde(default)]
+        summary: String,
+        duration_ms: u64,
+    },
+    Question {
+        questions: Vec<String>,
+        #[serde(default)]
+        context: String,
+        #[serde(default)]
+        assumptions: Vec<String>,
+        phase: Phase,
+    },
+    Answer {
+        author: String,
+        text: String,
+        /// True when the scheduled sweep continued on the stated assumptions.
+        #[serde(default)]
+        assumed: bool,
+    },
+    /// An approval request (`decision` None) or a person's answer to one.
+    Approval {
+        request_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<ApprovalDecision>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        author: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// What is waiting for approval: a decision, an alternative, ...
+        #[serde(default)]
+        subject: Value,
+    },
+    TaskState {
+        task_id: String,
+        state: TaskState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replanning_info: Option<ReplanningInfo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// New subtasks that replace a task (seed 004), with the re-wired dependents.
+    TaskSplit {
+        original_task_id: String,
+        new_subtasks: Vec<crate::plan::Subtask>,
+        #[serde(default)]
+        updated_action_plan: Option<ActionPlan>,
+        replanning_info: ReplanningInfo,
+    },
+    /// The checklist comment's id, so later runs edit the same comment.
+    Checklist {
+        comment_id: String,
+    },
+    Usage {
+        usage: UsageTotals,
+    },
+    Completion {
+        completion: Completion,
+    },
+    RunFinished {
+        status: RunStatus,
+        #[serde(default)]
+        usage: UsageTotals,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pull_request: Option<String>,
+    },
+}
+
+impl EntryBody {
+    /// The `type` tag as written in the file.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EntryBody::RunStarted { .. } => "run_started",
+            EntryBody::Plan { .. } => "plan",
+            EntryBody::Revision { .. } => "revision",
+            EntryBody::Reflection { .. } => "reflection",
+            EntryBody::ReplanDecision(_) => "replan_decision",
+            EntryBody::Refinement { .. } => "refinement",
+            EntryBody::Judge { .. } => "judge",
+            EntryBody::Action { .. } => "action",
+            EntryBody::Question { .. } => "question",
+            EntryBody::Answer { .. } => "answer",
+            EntryBody::Approval { .. } => "approval",
+            EntryBody::TaskState { .. } => "task_state",
+            EntryBody::TaskSplit { .. } => "task_split",
+            EntryBody::Checklist { .. } => "checklist",
+            EntryBody::Usage { .. } => "usage",
+            EntryBody::Completion { .. } => "completion",
+            EntryBody::RunFinished { .. } => "run_finished",
+        }
+    }
+}

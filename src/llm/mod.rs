@@ -1,0 +1,15 @@
+//! LLM providers behind one trait.
+
+pub mod types;
+
+pub use types::*;
+
+use async_trait::async_trait;
+
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// Provider and model, for logs and the checklist footer (never a key).
+    fn describe(&self) -> String;
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}

@@ -1,0 +1,149 @@
+//! Provider-neutral chat types: what the engine sends and what every provider returns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// The result of a tool call, answering `tool_call_id`.
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+        }
+    }
+
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: Some(tool_call_id.into()),
+        }
+    }
+}
+
+/// What the model sees of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+}
+
+/// A JSON Schema the reply must follow (OpenAI `response_format`, Anthropic forced tool call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseSchema {
+    pub name: String,
+    pub schema: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    /// Stable instructions; providers mark it cacheable.
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub response_schema: Option<ResponseSchema>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// What this call is for (`planning`, `replan_decision.execution`, `execute`, `judge`, ...).
+    /// Logged and used by the scripted provider to match scenario steps; never sent to a model.
+    pub purpose: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Prompt tokens served from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    ContentFilter,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: TokenUsage,
+    pub finish_reason: FinishReason,
+    pub model: String,
+    /// Cost of this call in USD from the configured price table (0 when unknown).
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("LLM provider is not configured: {0}")]
+    NotConfigured(String),
+    #[error("LLM request timed out after {seconds}s")]
+    Timeout { seconds: u64 },
+    #[error("LLM provider returned HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("LLM connection failed: {0}")]
+    Connection(String),
+    #[error("LLM reply could not be read: {0}")]
+    BadReply(String),
+    #[error("the cycle's LLM budget is exhausted: {0}")]
+    BudgetExhausted(String),
+    #[error("scripted LLM scenario: {0}")]
+    Scenario(String),
+}
+
+impl LlmError {
+    /// Worth retrying with back-off (429, 5xx, connection errors, time-outs).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Http { status, .. } => *status == 429 || *status >= 500,
+            LlmError::Timeout { .. } | LlmError::Connection(_) => true,
+            _ => false,
+        }
+    }
+}

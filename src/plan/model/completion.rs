@@ -1,0 +1,41 @@
+//! The completion reply (seed 001 "completion", including §10.4 `requires_human_intervention`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompletionSummary {
+    pub goal_achieved: bool,
+    #[serde(default)]
+    pub tasks_completed: u32,
+    #[serde(default)]
+    pub tasks_failed: u32,
+    #[serde(default)]
+    pub key_outcomes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recommendations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Completion {
+    #[serde(default = "completion_phase")]
+    pub phase: String,
+    /// `requires_human_intervention` when the revision limit stopped the run (seed 001 §10.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    pub summary: CompletionSummary,
+    #[serde(default)]
+    pub done: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+fn completion_phase() -> String {
+    "completion".to_string()
+}

@@ -1,0 +1,78 @@
+//! A whole plan: the three planning-phase outputs together (seed 001 "planning" response).
+
+use super::{ActionPlan, GoalUnderstanding, TaskDecomposition};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Plan {
+    pub goal_understanding: GoalUnderstanding,
+    pub task_decomposition: TaskDecomposition,
+    pub action_plan: ActionPlan,
+}
+
+impl Plan {
+    pub fn subtask(&self, id: &str) -> Option<&super::Subtask> {
+        self.task_decomposition.subtasks.iter().find(|s| s.id == id)
+    }
+
+    pub fn subtask_ids(&self) -> impl Iterator<Item = &str> {
+        self.task_decomposition
+            .subtasks
+            .iter()
+            .map(|s| s.id.as_str())
+    }
+}
+
+/// The planning-phase reply of seed 001 ("phase": "planning"), also used when one call returns all
+/// three phases. `error` carries the seed 001 §10.1.1 unclear-goal form.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanningResponse {
+    #[serde(default = "planning_phase")]
+    pub phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_understanding: Option<GoalUnderstanding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_decomposition: Option<TaskDecomposition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_plan: Option<ActionPlan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<PlanningError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+fn planning_phase() -> String {
+    "planning".to_string()
+}
+
+/// Seed 001 §10.1.1: the model could not understand the goal and asks questions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanningError {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub clarification_needed: Vec<String>,
+}
+
+/// The execution-phase reply of seed 001 (a function call in JSON form).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecutionResponse {
+    #[serde(default)]
+    pub phase: String,
+    #[serde(default)]
+    pub current_task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<FunctionCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FunctionCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+}

@@ -1,0 +1,59 @@
+//! Renderings of the session for people: checklist comment, notices, job summary, terminal.
+
+use crate::history::SessionState;
+use crate::plan::{Phase, ReplanDecision};
+use async_trait::async_trait;
+
+/// Something worth telling people about, besides the checklist itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// Seed 000 §11.2: a replan decided by the model.
+    Decision {
+        phase: Phase,
+        decision: ReplanDecision,
+    },
+    /// Seed 000 §11.3.
+    Clarification {
+        questions: Vec<String>,
+        context: String,
+        assumptions: Vec<String>,
+    },
+    /// A decision in the 0.3–0.5 band or a low-confidence alternative waits for `/approve`.
+    ApprovalRequest {
+        summary: String,
+        confidence: f64,
+    },
+    /// The system did not follow the model's decision.
+    Override {
+        phase: Phase,
+        reason: String,
+    },
+    /// A limit was reached or a person is needed (error level 3).
+    HumanNeeded {
+        reason: String,
+        recommendations: Vec<String>,
+    },
+    Failure {
+        message: String,
+    },
+    Completion {
+        summary: String,
+    },
+    /// Answer to `/status` and other short replies.
+    Info {
+        text: String,
+    },
+}
+
+/// Receives state changes from the engine. Implementations throttle their own output.
+#[async_trait]
+pub trait Reporter: Send + Sync {
+    /// The plan or task progress changed; re-render the checklist.
+    async fn progress(&self, state: &SessionState);
+
+    /// Post a notice; returns an id when the notice became a comment.
+    async fn notice(&self, state: &SessionState, notice: &Notice) -> Option<String>;
+
+    /// The run is over: flush anything throttled.
+    async fn finish(&self, state: &SessionState);
+}

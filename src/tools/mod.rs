@@ -1,0 +1,96 @@
+//! Tools the model can call during execution, behind one trait, collected in a registry.
+
+use crate::llm::ToolSpec;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Why a tool call failed; the engine maps it to the seed 000 §7.5 error classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    NotFound,
+    Denied,
+    Timeout,
+    InvalidArguments,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        ToolError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Text returned to the model (already capped by the tool).
+    pub content: String,
+}
+
+pub type ToolResult = Result<ToolOutput, ToolError>;
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+
+    /// Run with validated-by-the-tool arguments. Tools enforce their own time limits.
+    async fn call(&self, arguments: Value) -> ToolResult;
+}
+
+/// The tools offered in this run, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec()).collect()
+    }
+
+    /// Call a tool by name; an unknown name is a `NotFound` error the model can recover from.
+    pub async fn call(&self, name: &str, arguments: Value) -> ToolResult {
+        match self.tools.get(name) {
+            Some(tool) => tool.call(arguments).await,
+            None => Err(ToolError::new(
+                ToolErrorKind::NotFound,
+                format!(
+                    "no tool named `{name}`; available: {}",
+                    self.tools.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+}
