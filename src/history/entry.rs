@@ -147,7 +147,7 @@ pub enum EntryBody {
     /// A new current plan (version 1 for the first plan of a thread).
     Plan {
         version: u32,
-        plan: Plan,
+        plan: Box<Plan>,
     },
     /// A replacement of the current plan (seed 001 `revision`; carries the seed's fields).
     Revision {
@@ -155,7 +155,7 @@ pub enum EntryBody {
         reason: String,
         #[serde(default)]
         changes: Vec<crate::plan::RevisionChange>,
-        updated_plan: Plan,
+        updated_plan: Box<Plan>,
         #[serde(default)]
         replan_type: ReplanType,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,7 +166,7 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         plan_revision: Option<PlanRevision>,
     },
-    ReplanDecision(DecisionRecord),
+    ReplanDecision(Box<DecisionRecord>),
     Refinement {
         attempt: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,7 +249,7 @@ pub enum EntryBody {
         usage: UsageTotals,
     },
     Completion {
-        completion: Completion,
+        completion: Box<Completion>,
     },
     RunFinished {
         status: RunStatus,

@@ -109,7 +109,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             status: None,
         }),
         EntryBody::Plan { version, plan } => {
-            set_plan(s, *version, plan.clone(), e.ts, None, ReplanType::None)
+            set_plan(s, *version, (**plan).clone(), e.ts, None, ReplanType::None)
         }
         EntryBody::Revision {
             version,
@@ -120,13 +120,13 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         } => set_plan(
             s,
             *version,
-            updated_plan.clone(),
+            (**updated_plan).clone(),
             e.ts,
             Some(reason.clone()),
             *replan_type,
         ),
         EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection.clone()),
-        EntryBody::ReplanDecision(d) => s.decisions.push(d.clone()),
+        EntryBody::ReplanDecision(d) => s.decisions.push((**d).clone()),
         EntryBody::Question {
             questions,
             context,
@@ -194,7 +194,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             s.usage.cached_tokens += usage.cached_tokens;
             s.usage.cost_usd += usage.cost_usd;
         }
-        EntryBody::Completion { completion } => s.completion = Some(completion.clone()),
+        EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),
         EntryBody::RunFinished { status, .. } => {
             s.last_status = Some(*status);
             if let Some(run) = s.runs.iter_mut().rev().find(|r| r.run_id == e.run_id) {

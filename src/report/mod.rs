@@ -10,7 +10,7 @@ pub enum Notice {
     /// Seed 000 §11.2: a replan decided by the model.
     Decision {
         phase: Phase,
-        decision: ReplanDecision,
+        decision: Box<ReplanDecision>,
     },
     /// Seed 000 §11.3.
     Clarification {
