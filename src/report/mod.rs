@@ -48,8 +48,9 @@ pub enum Notice {
 /// Receives state changes from the engine. Implementations throttle their own output.
 #[async_trait]
 pub trait Reporter: Send + Sync {
-    /// The plan or task progress changed; re-render the checklist.
-    async fn progress(&self, state: &SessionState);
+    /// The plan or task progress changed; re-render the checklist. Returns the checklist
+    /// comment's id when this call created it, so the engine can record it in history.
+    async fn progress(&self, state: &SessionState) -> Option<String>;
 
     /// Post a notice; returns an id when the notice became a comment.
     async fn notice(&self, state: &SessionState, notice: &Notice) -> Option<String>;
