@@ -1,1 +1,2 @@
 //! Replan: a planning agent that lives in CI.
+pub mod config;
