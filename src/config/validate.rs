@@ -19,10 +19,11 @@ pub(crate) fn validate(config: &Config, provenance: &Provenance) -> Result<(), C
         None => Ok(()),
         Some(p) => {
             let mut key = p.key;
-            if let Some(other) = p.other
-                && provenance.source_of(&key) == Source::Default
-            {
-                key = other;
+            // Blame the side the user changed: the default side is not what they need to fix.
+            if let Some(other) = p.other {
+                if provenance.source_of(&key) == Source::Default {
+                    key = other;
+                }
             }
             Err(ConfigError::InvalidValue {
                 origin: provenance.source_of(&key),

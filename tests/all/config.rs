@@ -295,11 +295,16 @@ async fn remote_unknown_key_names_the_key_and_the_remote() {
 #[tokio::test]
 async fn remote_unreachable_is_an_error_and_missing_token_var_too() {
     let dir = tempfile::tempdir().unwrap();
-    // Port 9 on localhost: nothing listens there.
-    let err = load(&remote_opts(dir.path(), "http://127.0.0.1:9/cfg", ""))
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("http://127.0.0.1:9/cfg"), "{err}");
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("http://127.0.0.1:{port}/cfg");
+    let err = load(&remote_opts(dir.path(), &dead, "")).await.unwrap_err();
+    assert!(matches!(err, ConfigError::Remote { .. }), "{err}");
+    assert!(err.to_string().contains(&dead), "{err}");
 
     let (url, seen) = endpoint(200, r#"{"status":"success","data":{}}"#).await;
     let mut o = remote_opts(dir.path(), &url, "");
