@@ -1,8 +1,10 @@
 //! The `replan` command line: argument parsing, dispatch and exit codes; nothing else.
 
 pub mod args;
+pub mod config_cmd;
 pub mod exit;
 pub mod logging;
+pub mod workspace;
 
 pub use args::Cli;
 pub use exit::{CliError, Exit};
@@ -15,7 +17,7 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Run(_) => Err(CliError::not_available("run")),
         Command::Demo(_) => Err(CliError::not_available("demo")),
         Command::History(_) => Err(CliError::not_available("history")),
-        Command::Config(_) => Err(CliError::not_available("config")),
+        Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(_) => Err(CliError::not_available("plan validate")),
     }
 }
