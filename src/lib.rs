@@ -1,1 +1,3 @@
 //! Replan: a planning agent that lives in CI.
+
+pub mod trigger;
