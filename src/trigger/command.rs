@@ -174,7 +174,10 @@ mod tests {
     fn replan_with_scope_and_reason() {
         assert_eq!(
             parse_commands("/replan tasks the tests are flaky"),
-            [replan(Some(ReplanScope::Tasks), Some("the tests are flaky"))]
+            [replan(
+                Some(ReplanScope::Tasks),
+                Some("the tests are flaky")
+            )]
         );
     }
 
@@ -227,7 +230,11 @@ mod tests {
     #[test]
     fn commands_in_code_quotes_and_comments_are_ignored() {
         let body = "```\n/approve\n```\n~~~sh\n/stop\n~~~\n    /status\n`/resume`\n> /reject no\n<!-- /replan -->\n```\n/approve unterminated";
-        assert!(parse_commands(body).is_empty(), "{:?}", parse_commands(body));
+        assert!(
+            parse_commands(body).is_empty(),
+            "{:?}",
+            parse_commands(body)
+        );
     }
 
     #[test]

@@ -34,7 +34,9 @@ impl Permission {
             "triage" => Permission::GitHubTriage,
             "read" | "pull" => Permission::GitHubRead,
             "none" => Permission::None,
-            other => Permission::Unknown(format!("GitHub reported the unknown permission `{other}`")),
+            other => {
+                Permission::Unknown(format!("GitHub reported the unknown permission `{other}`"))
+            }
         }
     }
 }
@@ -123,8 +125,12 @@ fn refuse(reason: impl Into<String>, reply: Option<String>) -> GateDecision {
 
 fn listed(list: &[String], login: &str) -> bool {
     let login = login.trim().trim_start_matches('@');
-    list.iter()
-        .any(|entry| entry.trim().trim_start_matches('@').eq_ignore_ascii_case(login))
+    list.iter().any(|entry| {
+        entry
+            .trim()
+            .trim_start_matches('@')
+            .eq_ignore_ascii_case(login)
+    })
 }
 
 /// Decides whether the trigger may proceed. Order matters: our own comments and edited
@@ -157,7 +163,10 @@ pub fn decide(input: &GateInput<'_>) -> GateDecision {
         return if listed(&input.policy.allowed_bots, login) {
             GateDecision::Allow
         } else {
-            refuse(format!("{login} is a bot that is not in allowed_bots"), None)
+            refuse(
+                format!("{login} is a bot that is not in allowed_bots"),
+                None,
+            )
         };
     }
     let no_access = |what: &str| {
@@ -225,7 +234,12 @@ mod tests {
         "2024-05-01T12:00:00Z".parse().unwrap()
     }
 
-    fn check(actor: &Actor, permission: Permission, policy: &GatePolicy, comment: Option<GateComment<'_>>) -> GateDecision {
+    fn check(
+        actor: &Actor,
+        permission: Permission,
+        policy: &GatePolicy,
+        comment: Option<GateComment<'_>>,
+    ) -> GateDecision {
         decide(&GateInput {
             actor,
             permission,
@@ -249,7 +263,10 @@ mod tests {
         let alice = actor("alice", false);
         let policy = GatePolicy::default();
         for role in ["admin", "maintain", "write"] {
-            assert_eq!(check(&alice, Permission::from_github(role), &policy, None), GateDecision::Allow);
+            assert_eq!(
+                check(&alice, Permission::from_github(role), &policy, None),
+                GateDecision::Allow
+            );
         }
         for role in ["triage", "read", "none"] {
             let d = check(&alice, Permission::from_github(role), &policy, None);
@@ -259,15 +276,26 @@ mod tests {
 
     #[test]
     fn failed_lookup_fails_closed() {
-        let d = check(&actor("alice", false), Permission::Unknown("HTTP 502".into()), &GatePolicy::default(), None);
+        let d = check(
+            &actor("alice", false),
+            Permission::Unknown("HTTP 502".into()),
+            &GatePolicy::default(),
+            None,
+        );
         match d {
             GateDecision::Refuse { reason, reply } => {
                 assert!(reason.contains("HTTP 502"));
-                assert!(!reply.unwrap().contains("502"), "replies do not leak internals");
+                assert!(
+                    !reply.unwrap().contains("502"),
+                    "replies do not leak internals"
+                );
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(Permission::from_github("superuser"), Permission::Unknown(_)));
+        assert!(matches!(
+            Permission::from_github("superuser"),
+            Permission::Unknown(_)
+        ));
     }
 
     #[test]
@@ -277,9 +305,25 @@ mod tests {
             allowed_bots: vec!["dependabot[bot]".into()],
             ..GatePolicy::default()
         };
-        assert_eq!(check(&actor("carol", false), Permission::None, &policy, None), GateDecision::Allow);
-        assert_eq!(check(&actor("dependabot[bot]", true), Permission::None, &policy, None), GateDecision::Allow);
-        let d = check(&actor("renovate[bot]", true), Permission::GitHubAdmin, &policy, None);
+        assert_eq!(
+            check(&actor("carol", false), Permission::None, &policy, None),
+            GateDecision::Allow
+        );
+        assert_eq!(
+            check(
+                &actor("dependabot[bot]", true),
+                Permission::None,
+                &policy,
+                None
+            ),
+            GateDecision::Allow
+        );
+        let d = check(
+            &actor("renovate[bot]", true),
+            Permission::GitHubAdmin,
+            &policy,
+            None,
+        );
         assert!(is_silent_refusal(&d), "{d:?}");
     }
 
@@ -293,7 +337,12 @@ mod tests {
             body: "<!-- replan:checklist -->\n/approve",
             updated_at: None,
         };
-        let d = check(&actor("alice", false), Permission::GitHubAdmin, &policy, Some(comment));
+        let d = check(
+            &actor("alice", false),
+            Permission::GitHubAdmin,
+            &policy,
+            Some(comment),
+        );
         assert!(is_silent_refusal(&d), "{d:?}");
     }
 
@@ -305,22 +354,38 @@ mod tests {
             body: "/approve",
             updated_at: Some(start() + chrono::Duration::seconds(5)),
         };
-        assert!(is_refused_with_reply(&check(&alice, Permission::GitHubWrite, &policy, Some(edited))));
+        assert!(is_refused_with_reply(&check(
+            &alice,
+            Permission::GitHubWrite,
+            &policy,
+            Some(edited)
+        )));
         let before = GateComment {
             body: "/approve",
             updated_at: Some(start() - chrono::Duration::seconds(5)),
         };
-        assert_eq!(check(&alice, Permission::GitHubWrite, &policy, Some(before)), GateDecision::Allow);
+        assert_eq!(
+            check(&alice, Permission::GitHubWrite, &policy, Some(before)),
+            GateDecision::Allow
+        );
     }
 
     #[test]
     fn gitlab_access_levels() {
         let alice = actor("alice", false);
         let policy = GatePolicy::default();
-        assert_eq!(check(&alice, Permission::GitLabAccess(30), &policy, None), GateDecision::Allow);
-        assert_eq!(check(&alice, Permission::GitLabAccess(50), &policy, None), GateDecision::Allow);
+        assert_eq!(
+            check(&alice, Permission::GitLabAccess(30), &policy, None),
+            GateDecision::Allow
+        );
+        assert_eq!(
+            check(&alice, Permission::GitLabAccess(50), &policy, None),
+            GateDecision::Allow
+        );
         match check(&alice, Permission::GitLabAccess(20), &policy, None) {
-            GateDecision::Refuse { reply: Some(reply), .. } => assert!(reply.contains("Developer")),
+            GateDecision::Refuse {
+                reply: Some(reply), ..
+            } => assert!(reply.contains("Developer")),
             other => panic!("{other:?}"),
         }
     }

@@ -149,9 +149,11 @@ impl Ctx<'_> {
                 self.opened("pull_request", ThreadKind::PullRequest)
             }
             ("issue_comment" | "pull_request_review_comment", "created") => self.commented(),
-            ("issue_comment" | "pull_request_review_comment", "edited") => Ok(EventOutcome::ignored(
-                "edited comments are not trusted; post a new comment instead",
-            )),
+            ("issue_comment" | "pull_request_review_comment", "edited") => {
+                Ok(EventOutcome::ignored(
+                    "edited comments are not trusted; post a new comment instead",
+                ))
+            }
             _ => Ok(EventOutcome::ignored(format!(
                 "`{}` with action `{action}` does not start Replan",
                 self.event_name
@@ -226,7 +228,12 @@ impl Ctx<'_> {
         Ok((ThreadRef { kind, number }, item))
     }
 
-    fn trigger(&self, thread: Option<ThreadRef>, actor: Actor, request: Request) -> Result<Trigger, TriggerError> {
+    fn trigger(
+        &self,
+        thread: Option<ThreadRef>,
+        actor: Actor,
+        request: Request,
+    ) -> Result<Trigger, TriggerError> {
         Ok(Trigger {
             forge: ForgeKind::GitHub,
             repo: self.repo()?,
@@ -249,10 +256,11 @@ impl Ctx<'_> {
 
     fn opened(&self, noun: &str, kind: ThreadKind) -> Result<EventOutcome, TriggerError> {
         let (thread, item) = self.thread()?;
-        let labeled = item
-            .labels
-            .iter()
-            .any(|l| l.name.as_deref().is_some_and(|n| self.rules.is_trigger_label(n)));
+        let labeled = item.labels.iter().any(|l| {
+            l.name
+                .as_deref()
+                .is_some_and(|n| self.rules.is_trigger_label(n))
+        });
         let mentioned = item
             .body
             .as_deref()
@@ -266,7 +274,7 @@ impl Ctx<'_> {
             )));
         }
         let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 
     fn labeled(&self) -> Result<EventOutcome, TriggerError> {
@@ -285,7 +293,7 @@ impl Ctx<'_> {
         let (thread, item) = self.thread()?;
         // The person who added the label asked for the run, not the thread's author.
         let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 
     fn commented(&self) -> Result<EventOutcome, TriggerError> {
@@ -308,7 +316,7 @@ impl Ctx<'_> {
             created_at: comment.created_at,
             updated_at: comment.updated_at,
         });
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 
     fn dispatched(&self) -> Result<EventOutcome, TriggerError> {
@@ -342,7 +350,7 @@ impl Ctx<'_> {
             },
         };
         let trigger = self.trigger(Some(thread), self.sender()?, request)?;
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 
     /// The first present, non-empty input among `names`, as a number or a numeric string
@@ -356,7 +364,9 @@ impl Ctx<'_> {
             let bad = |shown: &str| TriggerError::BadValue {
                 path: self.path.to_owned(),
                 field: format!("inputs.{name}"),
-                problem: format!("is {shown}; expected a positive issue or pull request number such as 42"),
+                problem: format!(
+                    "is {shown}; expected a positive issue or pull request number such as 42"
+                ),
             };
             match inputs.get(*name) {
                 None | Some(Value::Null) => continue,
@@ -392,7 +402,7 @@ impl Ctx<'_> {
             .as_ref()
             .and_then(|r| r.full_name.clone())
             .unwrap_or_default();
-        Ok(EventOutcome::Run(Trigger {
+        Ok(EventOutcome::run(Trigger {
             forge: ForgeKind::GitHub,
             repo,
             thread: None,
@@ -412,17 +422,23 @@ mod tests {
     use crate::trigger::Command;
 
     fn parse(event: &str, json: &str) -> Result<EventOutcome, TriggerError> {
-        from_actions_explained(event, json, Path::new("/tmp/event.json"), &StartRules::default())
+        from_actions_explained(
+            event,
+            json,
+            Path::new("/tmp/event.json"),
+            &StartRules::default(),
+        )
     }
 
     fn run(event: &str, json: &str) -> Trigger {
         match parse(event, json).unwrap() {
-            EventOutcome::Run(t) => t,
+            EventOutcome::Run(t) => *t,
             other => panic!("expected a run, got {other:?}"),
         }
     }
 
-    const REPO: &str = r#""repository":{"full_name":"o/r"},"sender":{"login":"alice","id":1,"type":"User"}"#;
+    const REPO: &str =
+        r#""repository":{"full_name":"o/r"},"sender":{"login":"alice","id":1,"type":"User"}"#;
 
     #[test]
     fn comment_on_a_pull_request_is_a_pull_request_thread() {
@@ -452,15 +468,23 @@ mod tests {
 
     #[test]
     fn dispatch_number_as_string_or_number() {
-        for inputs in [r#"{"issue_number":"42"}"#, r#"{"number":42}"#, r##"{"issue_number":" #42 "}"##] {
+        for inputs in [
+            r#"{"issue_number":"42"}"#,
+            r#"{"number":42}"#,
+            r##"{"issue_number":" #42 "}"##,
+        ] {
             let json = format!(r#"{{"inputs":{inputs},{REPO}}}"#);
-            assert_eq!(run("workflow_dispatch", &json).thread, Some(ThreadRef::issue(42)));
+            assert_eq!(
+                run("workflow_dispatch", &json).thread,
+                Some(ThreadRef::issue(42))
+            );
         }
     }
 
     #[test]
     fn dispatch_with_a_command_input() {
-        let json = format!(r#"{{"inputs":{{"issue_number":"3","command":"/replan actions"}},{REPO}}}"#);
+        let json =
+            format!(r#"{{"inputs":{{"issue_number":"3","command":"/replan actions"}},{REPO}}}"#);
         assert_eq!(
             run("workflow_dispatch", &json).request,
             Request::Command(Command::Replan {
@@ -474,31 +498,45 @@ mod tests {
     fn dispatch_with_a_bad_number_names_the_input() {
         let json = format!(r#"{{"inputs":{{"issue_number":"abc"}},{REPO}}}"#);
         let err = parse("workflow_dispatch", &json).unwrap_err().to_string();
-        assert!(err.contains("inputs.issue_number") && err.contains("`abc`"), "{err}");
+        assert!(
+            err.contains("inputs.issue_number") && err.contains("`abc`"),
+            "{err}"
+        );
     }
 
     #[test]
     fn other_labels_and_edits_are_ignored_with_a_reason() {
-        let json = format!(r#"{{"action":"labeled","label":{{"name":"bug"}},"issue":{{"number":1}},{REPO}}}"#);
+        let json = format!(
+            r#"{{"action":"labeled","label":{{"name":"bug"}},"issue":{{"number":1}},{REPO}}}"#
+        );
         assert_eq!(
             parse("issues", &json).unwrap(),
             EventOutcome::ignored("label `bug` is not the trigger label `replan`")
         );
         let json = format!(r#"{{"action":"edited","issue":{{"number":1}},{REPO}}}"#);
-        assert!(matches!(parse("issue_comment", &json).unwrap(), EventOutcome::Ignored { reason } if reason.contains("edited")));
+        assert!(
+            matches!(parse("issue_comment", &json).unwrap(), EventOutcome::Ignored { reason } if reason.contains("edited"))
+        );
     }
 
     #[test]
     fn pull_request_opened_needs_the_label_or_a_mention() {
-        let plain = format!(r#"{{"action":"opened","pull_request":{{"number":7,"body":"fix"}},{REPO}}}"#);
-        assert!(matches!(parse("pull_request", &plain).unwrap(), EventOutcome::Ignored { .. }));
+        let plain =
+            format!(r#"{{"action":"opened","pull_request":{{"number":7,"body":"fix"}},{REPO}}}"#);
+        assert!(matches!(
+            parse("pull_request", &plain).unwrap(),
+            EventOutcome::Ignored { .. }
+        ));
         let labeled = format!(
             r#"{{"action":"opened","pull_request":{{"number":7,"body":null,"labels":[{{"name":"Replan"}}]}},{REPO}}}"#
         );
         let t = run("pull_request", &labeled);
         assert_eq!(t.thread.unwrap().kind, ThreadKind::PullRequest);
         let synced = format!(r#"{{"action":"synchronize","pull_request":{{"number":7}},{REPO}}}"#);
-        assert!(matches!(parse("pull_request", &synced).unwrap(), EventOutcome::Ignored { .. }));
+        assert!(matches!(
+            parse("pull_request", &synced).unwrap(),
+            EventOutcome::Ignored { .. }
+        ));
     }
 
     #[test]
@@ -506,7 +544,10 @@ mod tests {
         let t = run("schedule", "");
         assert_eq!(t.request, Request::Sweep);
         assert_eq!(t.thread, None);
-        let t = run("schedule", r#"{"schedule":"*/15 * * * *","repository":{"full_name":"o/r"}}"#);
+        let t = run(
+            "schedule",
+            r#"{"schedule":"*/15 * * * *","repository":{"full_name":"o/r"}}"#,
+        );
         assert_eq!(t.repo, "o/r");
     }
 
@@ -514,12 +555,19 @@ mod tests {
     fn missing_number_is_named() {
         let json = format!(r#"{{"action":"opened","issue":{{"title":"t"}},{REPO}}}"#);
         let err = parse("issues", &json).unwrap_err().to_string();
-        assert!(err.contains("`issue.number`") && err.contains("/tmp/event.json"), "{err}");
+        assert!(
+            err.contains("`issue.number`") && err.contains("/tmp/event.json"),
+            "{err}"
+        );
     }
 
     #[test]
     fn wrong_type_reports_line_and_column() {
-        let err = parse("issues", "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": \"one\"}\n}").unwrap_err();
+        let err = parse(
+            "issues",
+            "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": \"one\"}\n}",
+        )
+        .unwrap_err();
         match err {
             TriggerError::InvalidJson { line, .. } => assert_eq!(line, 3),
             other => panic!("{other:?}"),

@@ -86,7 +86,10 @@ pub fn from_gitlab(
     let env = Vars(vars);
     if let Some(payload) = env.get("TRIGGER_PAYLOAD") {
         let (json, path) = if payload.starts_with('{') {
-            (payload.to_owned(), PathBuf::from("TRIGGER_PAYLOAD (inline)"))
+            (
+                payload.to_owned(),
+                PathBuf::from("TRIGGER_PAYLOAD (inline)"),
+            )
         } else {
             let path = PathBuf::from(payload);
             let json = std::fs::read_to_string(&path).map_err(|source| TriggerError::Read {
@@ -104,7 +107,7 @@ pub fn from_gitlab(
             id: None,
             is_bot: false,
         });
-        return Ok(EventOutcome::Run(env.trigger(
+        return Ok(EventOutcome::run(env.trigger(
             None,
             actor,
             Request::Sweep,
@@ -120,7 +123,7 @@ pub fn from_gitlab(
             },
         };
         let thread = ThreadRef::issue(iid);
-        return Ok(EventOutcome::Run(env.trigger(
+        return Ok(EventOutcome::run(env.trigger(
             Some(thread),
             env.actor()?,
             request,
@@ -146,7 +149,7 @@ pub fn from_gitlab(
             kind: ThreadKind::MergeRequest,
             number: iid,
         };
-        return Ok(EventOutcome::Run(env.trigger(
+        return Ok(EventOutcome::run(env.trigger(
             Some(thread),
             env.actor()?,
             request,
@@ -163,10 +166,7 @@ struct Vars<'a>(&'a HashMap<String, String>);
 
 impl Vars<'_> {
     fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
+        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
 
     fn number(&self, name: &str) -> Result<Option<u64>, TriggerError> {
@@ -203,7 +203,9 @@ impl Vars<'_> {
             .map(str::to_owned)
             .ok_or_else(|| TriggerError::BadVariable {
                 name: "CI_PROJECT_PATH".into(),
-                problem: "is not set; run Replan inside a GitLab CI job (or set it to the project path)".into(),
+                problem:
+                    "is not set; run Replan inside a GitLab CI job (or set it to the project path)"
+                        .into(),
             })
     }
 
@@ -289,7 +291,11 @@ impl HookCtx<'_> {
     }
 
     fn actor(&self) -> Result<Actor, TriggerError> {
-        let user = self.hook.user.as_ref().ok_or_else(|| self.missing("user"))?;
+        let user = self
+            .hook
+            .user
+            .as_ref()
+            .ok_or_else(|| self.missing("user"))?;
         let login = user
             .username
             .clone()
@@ -336,9 +342,11 @@ impl HookCtx<'_> {
             .iid
             .ok_or_else(|| self.missing("object_attributes.iid"))?;
         let has_label = |labels: &[HookLabel]| {
-            labels
-                .iter()
-                .any(|l| l.title.as_deref().is_some_and(|t| self.rules.is_trigger_label(t)))
+            labels.iter().any(|l| {
+                l.title
+                    .as_deref()
+                    .is_some_and(|t| self.rules.is_trigger_label(t))
+            })
         };
         let label_change = self.hook.changes.as_ref().and_then(|c| c.labels.as_ref());
         let label_added = label_change.is_some_and(|change| {
@@ -369,7 +377,7 @@ impl HookCtx<'_> {
         };
         let event = format!("{}_hook.{action}", self.kind);
         let trigger = self.trigger(ThreadRef { kind, number }, self.actor()?, request, event)?;
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 
     fn note(&self) -> Result<EventOutcome, TriggerError> {
@@ -403,7 +411,9 @@ impl HookCtx<'_> {
             .as_ref()
             .and_then(|n| n.iid)
             .ok_or_else(|| self.missing(field))?;
-        let id = attrs.id.ok_or_else(|| self.missing("object_attributes.id"))?;
+        let id = attrs
+            .id
+            .ok_or_else(|| self.missing("object_attributes.id"))?;
         let body = attrs.note.clone().unwrap_or_default();
         let request = classify_comment(&body, self.rules);
         let mut trigger = self.trigger(
@@ -418,7 +428,7 @@ impl HookCtx<'_> {
             created_at: attrs.created_at,
             updated_at: attrs.updated_at,
         });
-        Ok(EventOutcome::Run(trigger))
+        Ok(EventOutcome::run(trigger))
     }
 }
 
@@ -446,7 +456,7 @@ mod tests {
 
     fn run(pairs: &[(&str, &str)]) -> Trigger {
         match from_gitlab(&vars(pairs), &StartRules::default()).unwrap() {
-            EventOutcome::Run(t) => t,
+            EventOutcome::Run(t) => *t,
             other => panic!("expected a run: {other:?}"),
         }
     }
@@ -455,7 +465,10 @@ mod tests {
     fn schedule_is_a_sweep() {
         let t = run(&[("CI_PIPELINE_SOURCE", "schedule")]);
         assert_eq!(t.request, Request::Sweep);
-        assert_eq!(t.api_url.as_deref(), Some("https://gitlab.example.com/api/v4"));
+        assert_eq!(
+            t.api_url.as_deref(),
+            Some("https://gitlab.example.com/api/v4")
+        );
         assert_eq!(t.project_id.as_deref(), Some("15"));
     }
 
@@ -471,10 +484,16 @@ mod tests {
 
     #[test]
     fn bad_iid_names_the_variable() {
-        let err = from_gitlab(&vars(&[("REPLAN_ISSUE_IID", "twelve")]), &StartRules::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("REPLAN_ISSUE_IID") && err.contains("`twelve`"), "{err}");
+        let err = from_gitlab(
+            &vars(&[("REPLAN_ISSUE_IID", "twelve")]),
+            &StartRules::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("REPLAN_ISSUE_IID") && err.contains("`twelve`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -500,7 +519,10 @@ mod tests {
             }
         );
         let outcome = from_gitlab(
-            &vars(&[("CI_MERGE_REQUEST_IID", "3"), ("CI_MERGE_REQUEST_LABELS", "backend")]),
+            &vars(&[
+                ("CI_MERGE_REQUEST_IID", "3"),
+                ("CI_MERGE_REQUEST_LABELS", "backend"),
+            ]),
             &StartRules::default(),
         )
         .unwrap();
@@ -509,7 +531,11 @@ mod tests {
 
     #[test]
     fn a_push_pipeline_is_ignored_with_a_reason() {
-        let outcome = from_gitlab(&vars(&[("CI_PIPELINE_SOURCE", "push")]), &StartRules::default()).unwrap();
+        let outcome = from_gitlab(
+            &vars(&[("CI_PIPELINE_SOURCE", "push")]),
+            &StartRules::default(),
+        )
+        .unwrap();
         match outcome {
             EventOutcome::Ignored { reason } => assert!(reason.contains("`push`"), "{reason}"),
             other => panic!("{other:?}"),
@@ -537,7 +563,8 @@ mod tests {
             let json = format!(
                 r#"{{"object_kind":"note","user":{{"username":"a"}},"object_attributes":{{"id":1,{attrs}}},"issue":{{"iid":1}}}}"#
             );
-            let outcome = from_gitlab(&vars(&[("TRIGGER_PAYLOAD", &json)]), &StartRules::default()).unwrap();
+            let outcome =
+                from_gitlab(&vars(&[("TRIGGER_PAYLOAD", &json)]), &StartRules::default()).unwrap();
             assert!(matches!(outcome, EventOutcome::Ignored { .. }), "{attrs}");
         }
     }
@@ -550,6 +577,9 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("/nonexistent/payload.json") && err.contains("TRIGGER_PAYLOAD"), "{err}");
+        assert!(
+            err.contains("/nonexistent/payload.json") && err.contains("TRIGGER_PAYLOAD"),
+            "{err}"
+        );
     }
 }

@@ -234,8 +234,9 @@ mod tests {
 
     #[test]
     fn quotes_indented_code_and_html_comments_are_skipped() {
-        let body = "> /approve\n    /stop\n\t/status\n<!--\n/resume\n-->\nok <!-- hidden --> visible";
-        assert_eq!(raw_lines(body), ["ok  visible"]);
+        let body =
+            "> /approve\n    /stop\n\t/status\n<!--\n/resume\n-->\nok <!-- hidden --> visible";
+        assert_eq!(raw_lines(body), ["", "ok  visible"]);
     }
 
     #[test]
@@ -244,7 +245,11 @@ mod tests {
         let masked = mask_inline_code(line);
         assert_eq!(masked.len(), line.len());
         assert!(masked.starts_with("say ") && masked.ends_with(" now"));
-        assert!(masked["say ".len()..masked.len() - " now".len()].bytes().all(|b| b == b' '));
+        assert!(
+            masked["say ".len()..masked.len() - " now".len()]
+                .bytes()
+                .all(|b| b == b' ')
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub use error::TriggerError;
 pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, decide};
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
-pub use redact::{Redactor, RedactingWriter};
+pub use redact::{RedactingWriter, Redactor};
 pub use sanitize::{sanitize_untrusted, wrap_as_data};
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 
@@ -73,38 +73,55 @@ pub enum Request {
     /// Plan the thread from its title and body. Both are empty when the event did not carry
     /// them (`workflow_dispatch`, a GitLab pipeline started with `REPLAN_ISSUE_IID`): fetch the
     /// thread through the forge then.
-    Start { title: String, body: String },
+    Start {
+        title: String,
+        body: String,
+    },
     Command(Command),
     /// A plain comment (no command, no mention). The engine treats it as the answer when a
     /// question is pending and ignores it otherwise.
-    Answer { text: String },
+    Answer {
+        text: String,
+    },
     /// A comment that mentions the configured handle without a command.
-    Mention { text: String },
+    Mention {
+        text: String,
+    },
     /// Continue threads whose question waited past `auto_assume_timeout_minutes`.
     Sweep,
     /// A GitLab pipeline started with `REPLAN_NOTE_ID`: the note is not in the variables.
     /// Fetch it and call [`Trigger::resolve_comment`].
-    FetchComment { id: String },
+    FetchComment {
+        id: String,
+    },
     /// Nothing to do. The event parsers report ignored events as
     /// [`EventOutcome::Ignored`] instead; this variant is for callers that build a `Trigger`
     /// by hand (a local run) and want to record why nothing happens.
-    Ignore { reason: String },
+    Ignore {
+        reason: String,
+    },
 }
 
 /// What the event parsers decide about an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventOutcome {
-    Run(Trigger),
+    Run(Box<Trigger>),
     /// An event we deliberately do not act on; `reason` is written for a log line.
-    Ignored { reason: String },
+    Ignored {
+        reason: String,
+    },
 }
 
 impl EventOutcome {
     pub fn into_trigger(self) -> Option<Trigger> {
         match self {
-            EventOutcome::Run(trigger) => Some(trigger),
+            EventOutcome::Run(trigger) => Some(*trigger),
             EventOutcome::Ignored { .. } => None,
         }
+    }
+
+    pub(crate) fn run(trigger: Trigger) -> Self {
+        EventOutcome::Run(Box::new(trigger))
     }
 
     pub(crate) fn ignored(reason: impl Into<String>) -> Self {
@@ -147,9 +164,13 @@ pub fn classify_comment(body: &str, rules: &StartRules) -> Request {
     if let Some(command) = parse_commands(body).into_iter().next() {
         Request::Command(command)
     } else if mentions(body, &rules.handle) {
-        Request::Mention { text: body.to_owned() }
+        Request::Mention {
+            text: body.to_owned(),
+        }
     } else {
-        Request::Answer { text: body.to_owned() }
+        Request::Answer {
+            text: body.to_owned(),
+        }
     }
 }
 

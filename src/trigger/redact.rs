@@ -60,7 +60,9 @@ impl Redactor {
             let secret = secret.as_ref();
             let candidates = std::iter::once(secret).chain(secret.lines().map(str::trim));
             for value in candidates {
-                if value.trim().chars().count() >= MIN_SECRET_LEN && !known.iter().any(|k| k == value) {
+                if value.trim().chars().count() >= MIN_SECRET_LEN
+                    && !known.iter().any(|k| k == value)
+                {
                     known.push(value.to_owned());
                 }
             }
@@ -113,7 +115,9 @@ impl Redactor {
         }
         for pattern in PATTERNS.iter() {
             for caps in pattern.captures_iter(text) {
-                let m = caps.name("s").unwrap_or_else(|| caps.get(0).expect("group 0"));
+                let m = caps
+                    .name("s")
+                    .unwrap_or_else(|| caps.get(0).expect("group 0"));
                 let trimmed = m.as_str().trim_end();
                 if !trimmed.is_empty() && trimmed != MASK {
                     spans.push((m.start(), m.start() + trimmed.len()));
@@ -253,19 +257,46 @@ mod tests {
     #[test]
     fn token_shapes_are_masked() {
         let cases = [
-            ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789 end", "token *** end"),
-            ("GH_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a", "GH_TOKEN=***"),
-            ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "***"),
+            (
+                "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 end",
+                "token *** end",
+            ),
+            (
+                "GH_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+                "GH_TOKEN=***",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "***",
+            ),
             ("glpat-xxxxxxxxxxxxxxxxxxxx.01.0y1234567", "***"),
-            ("CI_JOB_TOKEN=glcbt-64_abcdefghijklmnopqrstu", "CI_JOB_TOKEN=***"),
+            (
+                "CI_JOB_TOKEN=glcbt-64_abcdefghijklmnopqrstu",
+                "CI_JOB_TOKEN=***",
+            ),
             ("GR1348941abcdefghijklmnopqrst", "***"),
             ("key sk-proj-abcdefghijklmnopqrstuvwxyzABCD", "key ***"),
             ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz-AA", "***"),
-            ("Authorization: Bearer abc.def.ghi-jkl", "Authorization: ***"),
-            ("curl -H 'authorization: token xyz123456'", "curl -H 'authorization: ***"),
-            ("sent Bearer eyJhbGciOiJIUzI1NiJ9.payload", "sent Bearer ***"),
-            ("PRIVATE-TOKEN: glpat-abc PRIVATE-TOKEN: abcdef123", "PRIVATE-TOKEN: *** PRIVATE-TOKEN: ***"),
-            (r#"{"x-api-key": "sk-ant-zzzzzzzzzzzzzzzzzzzz"}"#, r#"{"x-api-key": "***"}"#),
+            (
+                "Authorization: Bearer abc.def.ghi-jkl",
+                "Authorization: ***",
+            ),
+            (
+                "curl -H 'authorization: token xyz123456'",
+                "curl -H 'authorization: ***",
+            ),
+            (
+                "sent Bearer eyJhbGciOiJIUzI1NiJ9.payload",
+                "sent Bearer ***",
+            ),
+            (
+                "PRIVATE-TOKEN: glpat-abc PRIVATE-TOKEN: abcdef123",
+                "PRIVATE-TOKEN: *** PRIVATE-TOKEN: ***",
+            ),
+            (
+                r#"{"x-api-key": "sk-ant-zzzzzzzzzzzzzzzzzzzz"}"#,
+                r#"{"x-api-key": "***"}"#,
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redact(input), expected, "{input}");
@@ -296,7 +327,10 @@ mod tests {
     fn multi_line_values_are_masked_per_line() {
         let pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----";
         let r = Redactor::new([pem]);
-        assert_eq!(r.redact("line MIIEvQIBADANBgkqhkiG9w0BAQEFAASC").as_ref(), "line ***");
+        assert_eq!(
+            r.redact("line MIIEvQIBADANBgkqhkiG9w0BAQEFAASC").as_ref(),
+            "line ***"
+        );
         let commands = r.mask_commands();
         assert!(commands.contains(&"::add-mask::MIIEvQIBADANBgkqhkiG9w0BAQEFAASC".to_owned()));
         assert!(commands.iter().all(|c| !c.contains('\n')));
@@ -324,11 +358,15 @@ mod tests {
     #[test]
     fn a_secret_split_across_writes_is_still_masked() {
         let buffer = Buffer::default();
-        let mut writer = RedactingLineWriter::new(buffer.clone(), Arc::new(Redactor::new(["hunter22secret"])));
+        let mut writer =
+            RedactingLineWriter::new(buffer.clone(), Arc::new(Redactor::new(["hunter22secret"])));
         writer.write_all(b"pass=hunter2").unwrap();
         writer.write_all(b"2secret\nnext ").unwrap();
         drop(writer);
-        assert_eq!(String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap(), "pass=***\nnext ");
+        assert_eq!(
+            String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap(),
+            "pass=***\nnext "
+        );
     }
 
     #[test]
@@ -341,12 +379,18 @@ mod tests {
             .with_ansi(false)
             .finish();
         tracing::subscriber::with_default(subscriber, || {
-            tracing::info!(key = "s3cr3t-config-key", "calling the API with ghp_abcdefghijklmnopqrstuvwxyz0123456789");
+            tracing::info!(
+                key = "s3cr3t-config-key",
+                "calling the API with ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+            );
             tracing::warn!("header was Authorization: Bearer abcdefgh12345");
         });
         let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         assert!(logged.contains("calling the API with ***"), "{logged}");
-        assert!(logged.contains("key=***") || logged.contains("key=\"***\""), "{logged}");
+        assert!(
+            logged.contains("key=***") || logged.contains("key=\"***\""),
+            "{logged}"
+        );
         assert!(logged.contains("WARN"), "{logged}");
         for secret in ["s3cr3t-config-key", "ghp_", "abcdefgh12345"] {
             assert!(!logged.contains(secret), "{secret} leaked: {logged}");

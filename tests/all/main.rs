@@ -1,0 +1,3 @@
+//! One integration-test binary for the whole crate (see ARCHITECTURE.md).
+
+mod trigger;
