@@ -39,6 +39,30 @@ impl Permission {
             }
         }
     }
+
+    /// Order of the GitHub roles; `None` for GitLab levels and failed look-ups.
+    fn github_rank(&self) -> Option<u8> {
+        match self {
+            Permission::None => Some(0),
+            Permission::GitHubRead => Some(1),
+            Permission::GitHubTriage => Some(2),
+            Permission::GitHubWrite => Some(3),
+            Permission::GitHubMaintain => Some(4),
+            Permission::GitHubAdmin => Some(5),
+            Permission::GitLabAccess(_) | Permission::Unknown(_) => None,
+        }
+    }
+
+    fn github_name(&self) -> &'static str {
+        match self {
+            Permission::GitHubAdmin => "admin",
+            Permission::GitHubMaintain => "maintain",
+            Permission::GitHubWrite => "write",
+            Permission::GitHubTriage => "triage",
+            Permission::GitHubRead => "read",
+            _ => "no",
+        }
+    }
 }
 
 /// The configured allow-lists and thresholds.
@@ -48,6 +72,9 @@ pub struct GatePolicy {
     pub allowed_users: Vec<String>,
     /// Bots that may steer Replan; every other bot is ignored silently.
     pub allowed_bots: Vec<String>,
+    /// GitHub: the least role that may steer Replan (config `min_permission`, default write).
+    /// A value that is not a GitHub role lets nobody through.
+    pub github_min_permission: Permission,
     /// GitLab: the minimum access level (30 = Developer).
     pub gitlab_min_access_level: u32,
 }
@@ -57,6 +84,7 @@ impl Default for GatePolicy {
         GatePolicy {
             allowed_users: Vec::new(),
             allowed_bots: Vec::new(),
+            github_min_permission: Permission::GitHubWrite,
             gitlab_min_access_level: 30,
         }
     }
@@ -169,21 +197,40 @@ pub fn decide(input: &GateInput<'_>) -> GateDecision {
             )
         };
     }
-    let no_access = |what: &str| {
-        refuse(
-            format!("{login} has {what}, write access is required"),
-            Some(format!(
-                "@{login}, only people with write access to this repository can ask me to plan or change plans, so I did not act on this."
-            )),
-        )
-    };
+    let min_github = &input.policy.github_min_permission;
     match &input.permission {
-        Permission::GitHubAdmin | Permission::GitHubMaintain | Permission::GitHubWrite => {
-            GateDecision::Allow
+        github @ (Permission::None
+        | Permission::GitHubRead
+        | Permission::GitHubTriage
+        | Permission::GitHubWrite
+        | Permission::GitHubMaintain
+        | Permission::GitHubAdmin) => {
+            let Some(needs) = min_github.github_rank() else {
+                return refuse(
+                    format!(
+                        "the configured GitHub minimum permission is not a role: {min_github:?}"
+                    ),
+                    Some(format!(
+                        "@{login}, my access settings are invalid, so I did not act on this. A maintainer can fix `min_permission` in the Replan configuration."
+                    )),
+                );
+            };
+            if github.github_rank().is_some_and(|has| has >= needs) {
+                GateDecision::Allow
+            } else {
+                refuse(
+                    format!(
+                        "{login} has {} access, {} is required",
+                        github.github_name(),
+                        min_github.github_name()
+                    ),
+                    Some(format!(
+                        "@{login}, only people with {} access to this repository can ask me to plan or change plans, so I did not act on this.",
+                        min_github.github_name()
+                    )),
+                )
+            }
         }
-        Permission::GitHubTriage => no_access("triage access"),
-        Permission::GitHubRead => no_access("read access"),
-        Permission::None => no_access("no access"),
         Permission::GitLabAccess(level) if *level >= input.policy.gitlab_min_access_level => {
             GateDecision::Allow
         }
@@ -272,6 +319,35 @@ mod tests {
             let d = check(&alice, Permission::from_github(role), &policy, None);
             assert!(is_refused_with_reply(&d), "{role}: {d:?}");
         }
+    }
+
+    #[test]
+    fn the_github_minimum_is_configurable() {
+        let alice = actor("alice", false);
+        let triage = GatePolicy {
+            github_min_permission: Permission::from_github("triage"),
+            ..GatePolicy::default()
+        };
+        assert_eq!(
+            check(&alice, Permission::GitHubTriage, &triage, None),
+            GateDecision::Allow
+        );
+        assert!(is_refused_with_reply(&check(
+            &alice,
+            Permission::GitHubRead,
+            &triage,
+            None
+        )));
+        let broken = GatePolicy {
+            github_min_permission: Permission::from_github("owner"),
+            ..GatePolicy::default()
+        };
+        assert!(is_refused_with_reply(&check(
+            &alice,
+            Permission::GitHubAdmin,
+            &broken,
+            None
+        )));
     }
 
     #[test]

@@ -105,21 +105,21 @@ pub(crate) fn is_closing_fence(line: &str, marker: char, len: usize) -> bool {
 }
 
 fn strip_list_marker(text: &str) -> &str {
-    if let Some(rest) = text.strip_prefix(['-', '*', '+'])
-        && rest.starts_with([' ', '\t'])
-    {
-        return rest.trim_start();
-    }
-    let digits = text.chars().take_while(char::is_ascii_digit).count();
-    if (1..=9).contains(&digits) {
-        let rest = &text[digits..];
-        if let Some(after) = rest.strip_prefix(['.', ')'])
-            && after.starts_with([' ', '\t'])
-        {
-            return after.trim_start();
+    let after_marker = match text.strip_prefix(['-', '*', '+']) {
+        Some(rest) => Some(rest),
+        None => {
+            let digits = text.chars().take_while(char::is_ascii_digit).count();
+            if (1..=9).contains(&digits) {
+                text[digits..].strip_prefix(['.', ')'])
+            } else {
+                None
+            }
         }
+    };
+    match after_marker {
+        Some(rest) if rest.starts_with([' ', '\t']) => rest.trim_start(),
+        _ => text,
     }
-    text
 }
 
 fn is_indented_code(line: &str) -> bool {
