@@ -8,7 +8,7 @@
 use regex::Regex;
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
@@ -74,6 +74,17 @@ impl Redactor {
     /// The known values (for tests and `--explain`-style output, never for logs).
     pub fn known_values(&self) -> &[String] {
         &self.known
+    }
+
+    /// This redactor plus more known values (e.g. keys learned once the config is loaded).
+    pub fn with_more<I, S>(&self, secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mine = self.known.iter().map(String::as_str);
+        let more: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        Redactor::new(mine.chain(more.iter().map(String::as_str)))
     }
 
     /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
@@ -154,17 +165,66 @@ impl Redactor {
     }
 }
 
+/// A redactor shared between the log writer and the code that learns secrets later: logging
+/// starts before the config (and its keys) is loaded, so the set can grow.
+#[derive(Debug, Clone, Default)]
+pub struct SharedRedactor(Arc<RwLock<Redactor>>);
+
+impl SharedRedactor {
+    pub fn new(redactor: Redactor) -> Self {
+        SharedRedactor(Arc::new(RwLock::new(redactor)))
+    }
+
+    /// Adds known secret values; every log line written afterwards masks them.
+    pub fn add_secrets<I, S>(&self, secrets: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut guard = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        *guard = guard.with_more(secrets);
+    }
+
+    /// A snapshot, for redacting text that is posted rather than logged.
+    pub fn current(&self) -> Redactor {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .redact(text)
+            .into_owned()
+    }
+}
+
+impl From<Redactor> for SharedRedactor {
+    fn from(redactor: Redactor) -> Self {
+        SharedRedactor::new(redactor)
+    }
+}
+
 /// A `tracing_subscriber` [`MakeWriter`] that redacts every log line before it reaches the
-/// wrapped writer. Install it in `main`:
-/// `tracing_subscriber::fmt().with_writer(RedactingWriter::new(std::io::stderr, redactor))`.
+/// wrapped writer. Install it first thing in `main`:
+///
+/// ```text
+/// let secrets = SharedRedactor::new(Redactor::new(env_tokens));
+/// tracing_subscriber::fmt().with_writer(RedactingWriter::new(std::io::stderr, secrets.clone())).init();
+/// // later, once the config is loaded:
+/// secrets.add_secrets(config_keys);
+/// ```
 #[derive(Debug, Clone)]
 pub struct RedactingWriter<M> {
     inner: M,
-    redactor: Arc<Redactor>,
+    redactor: SharedRedactor,
 }
 
 impl<M> RedactingWriter<M> {
-    pub fn new(inner: M, redactor: impl Into<Arc<Redactor>>) -> Self {
+    pub fn new(inner: M, redactor: impl Into<SharedRedactor>) -> Self {
         RedactingWriter {
             inner,
             redactor: redactor.into(),
@@ -188,15 +248,15 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for RedactingWriter<M> {
 /// split across two `write` calls is still seen whole.
 pub struct RedactingLineWriter<W: Write> {
     inner: W,
-    redactor: Arc<Redactor>,
+    redactor: SharedRedactor,
     pending: Vec<u8>,
 }
 
 impl<W: Write> RedactingLineWriter<W> {
-    pub fn new(inner: W, redactor: Arc<Redactor>) -> Self {
+    pub fn new(inner: W, redactor: impl Into<SharedRedactor>) -> Self {
         RedactingLineWriter {
             inner,
-            redactor,
+            redactor: redactor.into(),
             pending: Vec::new(),
         }
     }
@@ -361,7 +421,7 @@ mod tests {
     fn a_secret_split_across_writes_is_still_masked() {
         let buffer = Buffer::default();
         let mut writer =
-            RedactingLineWriter::new(buffer.clone(), Arc::new(Redactor::new(["hunter22secret"])));
+            RedactingLineWriter::new(buffer.clone(), Redactor::new(["hunter22secret"]));
         writer.write_all(b"pass=hunter2").unwrap();
         writer.write_all(b"2secret\nnext ").unwrap();
         drop(writer);
@@ -375,9 +435,9 @@ mod tests {
     fn a_real_tracing_subscriber_never_writes_the_secret() {
         let buffer = Buffer::default();
         let sink = buffer.clone();
-        let redactor = Redactor::new(["s3cr3t-config-key"]);
+        let secrets = SharedRedactor::new(Redactor::new(["s3cr3t-config-key"]));
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(RedactingWriter::new(move || sink.clone(), redactor))
+            .with_writer(RedactingWriter::new(move || sink.clone(), secrets.clone()))
             .with_ansi(false)
             .finish();
         tracing::subscriber::with_default(subscriber, || {
@@ -386,6 +446,8 @@ mod tests {
                 "calling the API with ghp_abcdefghijklmnopqrstuvwxyz0123456789"
             );
             tracing::warn!("header was Authorization: Bearer abcdefgh12345");
+            secrets.add_secrets(["late-loaded-key-42"]);
+            tracing::error!("config said late-loaded-key-42");
         });
         let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         assert!(logged.contains("calling the API with ***"), "{logged}");
@@ -394,7 +456,13 @@ mod tests {
             "{logged}"
         );
         assert!(logged.contains("WARN"), "{logged}");
-        for secret in ["s3cr3t-config-key", "ghp_", "abcdefgh12345"] {
+        assert!(logged.contains("config said ***"), "{logged}");
+        for secret in [
+            "s3cr3t-config-key",
+            "ghp_",
+            "abcdefgh12345",
+            "late-loaded-key-42",
+        ] {
             assert!(!logged.contains(secret), "{secret} leaked: {logged}");
         }
     }
