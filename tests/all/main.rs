@@ -1,3 +1,4 @@
-//! Integration tests, one module per area.
+//! One integration-test binary for the whole crate (see ARCHITECTURE.md): one link, shared support.
 
 mod config;
+mod trigger;
