@@ -1,6 +1,8 @@
 //! Tests of the test harness itself: the fakes must behave like the real forges where
 //! Replan's correctness depends on it (compare-and-swap, auth, PATCH, pagination, faults).
 
+mod gitlab;
+
 use serde_json::{Value, json};
 
 use crate::support::client::{ApiClient, blocking_client, blocking_client_without_user_agent};

@@ -78,6 +78,16 @@ impl ApiClient {
         )
     }
 
+    /// A client for a fake GitLab's API (`…/api/v4`), with its access token.
+    pub fn gitlab(fake: &super::FakeGitLab) -> Self {
+        ApiClient::new(&fake.api_url(), Some(("private-token", &fake.token())))
+    }
+
+    /// A client for a fake GitLab's API with only the CI job token.
+    pub fn gitlab_job(fake: &super::FakeGitLab) -> Self {
+        ApiClient::new(&fake.api_url(), Some(("job-token", &fake.job_token())))
+    }
+
     pub fn get(&self, path: &str) -> ApiResponse {
         self.request("GET", path, None)
     }

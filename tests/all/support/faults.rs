@@ -6,6 +6,23 @@ use serde_json::{Value, json};
 
 use super::server::{FakeRequest, FakeResponse};
 
+/// What "another run" does to a file when a test moves a branch behind Replan's back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConcurrentChange {
+    Write(String),
+    Append(String),
+}
+
+impl ConcurrentChange {
+    /// The file's new content, given its current content (if any).
+    pub fn apply(&self, current: Option<&str>) -> String {
+        match self {
+            ConcurrentChange::Write(content) => content.clone(),
+            ConcurrentChange::Append(text) => format!("{}{text}", current.unwrap_or_default()),
+        }
+    }
+}
+
 /// A failure to inject, matched by method and path prefix; after `times` matching
 /// requests it is used up and the fake behaves normally again.
 #[derive(Debug, Clone)]

@@ -317,4 +317,30 @@ impl ObjectStore {
         let entry = self.entry_at(&commit.tree, path)?;
         self.blob(&entry.sha).cloned()
     }
+
+    /// The blob id of `path` in the tree of `commit_sha`.
+    fn blob_id_in_commit(&self, commit_sha: &str, path: &str) -> Option<String> {
+        let commit = self.commit(commit_sha)?;
+        self.entry_at(&commit.tree, path).map(|entry| entry.sha)
+    }
+
+    /// The newest commit reachable from `head` (along first parents) that changed `path`,
+    /// like `git log -1 --first-parent <head> -- <path>`; `None` if `path` is absent.
+    pub fn last_commit_for_path(&self, head: &str, path: &str) -> Option<String> {
+        let mut current = head.to_string();
+        let mut blob = self.blob_id_in_commit(&current, path)?;
+        loop {
+            let parent = self.commit(&current)?.parents.first().cloned();
+            let Some(parent) = parent else {
+                return Some(current);
+            };
+            match self.blob_id_in_commit(&parent, path) {
+                Some(parent_blob) if parent_blob == blob => {
+                    current = parent;
+                    blob = parent_blob;
+                }
+                _ => return Some(current),
+            }
+        }
+    }
 }

@@ -5,12 +5,14 @@
 
 pub mod client;
 pub mod fake_github;
+pub mod fake_gitlab;
 pub mod faults;
 pub mod git;
 pub mod git_objects;
 pub mod server;
 
-pub use fake_github::{ConcurrentChange, FakeGitHub};
-pub use faults::Fault;
+pub use fake_github::FakeGitHub;
+pub use fake_gitlab::FakeGitLab;
+pub use faults::{ConcurrentChange, Fault};
 pub use git::TestRepo;
 pub use server::{FakeRequest, FakeResponse, LoggedRequest, TestServer};

@@ -12,6 +12,7 @@ mod routes;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use super::faults::ConcurrentChange;
 use super::faults::{Fault, FaultOutcome, FaultQueue};
 use super::git_objects::{Commit, ObjectStore, Signature};
 use super::server::{FakeRequest, FakeResponse, LoggedRequest, TestServer};
@@ -73,13 +74,6 @@ pub struct PullRequest {
     pub state: String,
     pub head_sha: String,
     pub draft: bool,
-}
-
-/// What "another run" does to a file when a test moves a ref behind Replan's back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConcurrentChange {
-    Write(String),
-    Append(String),
 }
 
 #[derive(Debug, Clone)]
@@ -147,18 +141,11 @@ impl State {
     /// Commits a file change on top of `git_ref` (creating the ref if missing).
     fn commit_change(&mut self, git_ref: &str, path: &str, change: &ConcurrentChange) -> String {
         let parent = self.refs.get(git_ref).cloned();
-        let content = match change {
-            ConcurrentChange::Write(content) => content.clone(),
-            ConcurrentChange::Append(text) => {
-                let mut current = parent
-                    .as_deref()
-                    .and_then(|sha| self.objects.file_in_commit(sha, path))
-                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                    .unwrap_or_default();
-                current.push_str(text);
-                current
-            }
-        };
+        let current = parent
+            .as_deref()
+            .and_then(|sha| self.objects.file_in_commit(sha, path))
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let content = change.apply(current.as_deref());
         let author = self.actor_signature();
         let sha = self.objects.commit_file(
             parent.as_deref(),
