@@ -523,6 +523,33 @@ fn github_rate_limit_faults_carry_their_headers() {
     assert_eq!(normal.header("x-ratelimit-remaining"), Some("4999"));
 }
 
+#[test]
+fn github_slow_fault_delays_the_answer_past_a_client_timeout() {
+    let fake = FakeGitHub::start();
+    fake.push_fault(Fault::slow(
+        "GET",
+        "/repos/octo/widgets",
+        std::time::Duration::from_millis(400),
+    ));
+    crate::support::client::install_crypto_provider();
+    let impatient = reqwest::blocking::Client::builder()
+        .user_agent("replan-tests")
+        .timeout(std::time::Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let url = format!("{}/repos/octo/widgets", fake.base_url());
+
+    let timed_out = impatient.get(&url).bearer_auth(fake.token()).send();
+    let answered = impatient.get(&url).bearer_auth(fake.token()).send();
+
+    assert!(timed_out.unwrap_err().is_timeout());
+    assert_eq!(
+        answered.unwrap().status().as_u16(),
+        200,
+        "the delay was used up"
+    );
+}
+
 // ----- git objects against real git
 
 #[test]
