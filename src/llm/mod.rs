@@ -1,5 +1,8 @@
 //! LLM providers behind one trait.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai;
 pub mod scenario;
 pub mod scripted;
 pub mod structured;
