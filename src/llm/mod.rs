@@ -1,6 +1,8 @@
 //! LLM providers behind one trait.
 
 pub mod anthropic;
+pub mod budget;
+pub mod detect;
 pub mod http;
 pub mod openai;
 pub mod scenario;
@@ -8,6 +10,8 @@ pub mod scripted;
 pub mod structured;
 pub mod types;
 
+pub use budget::Budgeted;
+pub use detect::{create_budgeted, create_provider, detect_kind};
 pub use scripted::ScriptedLlm;
 pub use structured::{
     StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json, schema_for,
