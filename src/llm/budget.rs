@@ -57,10 +57,7 @@ impl Budgeted {
 
     /// Totals of every successful call so far.
     pub fn usage(&self) -> UsageTotals {
-        self.totals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        *self.totals.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn elapsed(&self) -> Duration {
