@@ -14,7 +14,8 @@ pub use budget::Budgeted;
 pub use detect::{create_budgeted, create_provider, detect_kind};
 pub use scripted::ScriptedLlm;
 pub use structured::{
-    StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json, schema_for,
+    Extraction, StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json,
+    locate_json, parse_reply, schema_for,
 };
 pub use types::*;
 

@@ -435,6 +435,25 @@ mod tests {
     }
 
     #[test]
+    fn only_a_complaint_about_response_format_drops_it() {
+        let refused = LlmError::Http {
+            status: 400,
+            message: "Unrecognized request argument supplied: response_format".into(),
+        };
+        assert!(refuses_response_format(&refused));
+        let other = LlmError::Http {
+            status: 400,
+            message: "messages: too long".into(),
+        };
+        assert!(!refuses_response_format(&other));
+        let server = LlmError::Http {
+            status: 500,
+            message: "json_schema crashed".into(),
+        };
+        assert!(!refuses_response_format(&server));
+    }
+
+    #[test]
     fn request_body_maps_tools_tool_results_and_the_schema() {
         let llm = OpenAiCompatible::new(OpenAiSettings {
             label: "openai".into(),

@@ -1,0 +1,4 @@
+//! The one integration-test binary; a module per area.
+
+mod llm;
+mod support;
