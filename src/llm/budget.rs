@@ -41,6 +41,17 @@ pub fn cost_usd(price: &Price, usage: &TokenUsage) -> f64 {
         / 1_000_000.0
 }
 
+/// Usage of `calls` calls as the totals history entries carry.
+pub fn usage_totals(usage: &TokenUsage, cost_usd: f64, calls: u64) -> UsageTotals {
+    UsageTotals {
+        calls,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cached_tokens: usage.cached_tokens,
+        cost_usd,
+    }
+}
+
 impl Budgeted {
     /// Starts the cycle's clock now.
     pub fn new(inner: Box<dyn Llm>, cfg: &LlmConfig) -> Self {

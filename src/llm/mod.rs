@@ -10,7 +10,7 @@ pub mod scripted;
 pub mod structured;
 pub mod types;
 
-pub use budget::Budgeted;
+pub use budget::{Budgeted, usage_totals};
 pub use detect::{create_budgeted, create_provider, detect_kind};
 pub use scripted::ScriptedLlm;
 pub use structured::{

@@ -60,6 +60,13 @@ pub struct StructuredReply<T> {
     pub reasked: bool,
 }
 
+impl<T> StructuredReply<T> {
+    /// Usage of every call this reply took, for the history entry.
+    pub fn totals(&self) -> crate::history::entry::UsageTotals {
+        super::budget::usage_totals(&self.usage, self.cost_usd, u64::from(self.calls))
+    }
+}
+
 /// The JSON Schema of `T`, named for the provider (OpenAI allows `[A-Za-z0-9_-]{1,64}`).
 pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
     let schema = schemars::schema_for!(T);
@@ -462,6 +469,7 @@ steps:
             .unwrap();
         assert!(reply.value.is_ok());
         assert_eq!((reply.calls, reply.reasked), (2, true));
+        assert_eq!(reply.totals().calls, 2);
         let second = &llm.requests()[1];
         assert_eq!(second.messages.len(), 3);
         assert_eq!(
