@@ -216,11 +216,18 @@ impl HttpClient {
                 ),
             };
         }
-        let error = LlmError::Http {
-            status: status.as_u16(),
-            message: self.error_message(&text),
-        };
         let code = status.as_u16();
+        let hint = match code {
+            401 | 403 => {
+                " (the API key was refused: check the variable named by llm.api_key_env or the provider's default, and the model's access)"
+            }
+            404 => " (check llm.base_url, llm.model and, for Azure, llm.deployment)",
+            _ => "",
+        };
+        let error = LlmError::Http {
+            status: code,
+            message: format!("{}{hint}", self.error_message(&text)),
+        };
         if code == 408 || code == 429 || status.is_server_error() {
             Attempt::Retry(error, retry_after)
         } else {

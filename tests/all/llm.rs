@@ -146,6 +146,7 @@ both_wires!(
     prose_gets_one_reask,
     wrong_shape_reasks_once_then_falls_back,
     budget_exhaustion_stops_before_calling,
+    wall_time_budget_interrupts_a_hanging_call,
     echoed_key_in_an_error_body_is_redacted,
 );
 
@@ -447,6 +448,28 @@ async fn budget_exhaustion_stops_before_calling(wire: Wire) {
     logs.assert_no_key();
 }
 
+async fn wall_time_budget_interrupts_a_hanging_call(wire: Wire) {
+    let (logs, _guard) = capture_logs();
+    let server = LlmServer::from_yaml("steps:\n  - fault: { kind: hang }\n");
+    let mut cfg = config(wire, &server);
+    cfg.timeout_seconds = 30;
+    cfg.budget.max_wall_seconds = Some(1);
+    let llm = Budgeted::new(create_provider(&cfg, &key_env()).unwrap(), &cfg);
+    let started = Instant::now();
+    let err = llm.chat(&request("hi")).await.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::BudgetExhausted(w) if w.contains("max_wall_seconds 1")),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(llm.usage().calls, 0);
+    logs.assert_no_key();
+}
+
 async fn echoed_key_in_an_error_body_is_redacted(wire: Wire) {
     let (logs, _guard) = capture_logs();
     let server = LlmServer::from_yaml("steps:\n  - fault: { kind: status, status: 401 }\n");
@@ -455,6 +478,7 @@ async fn echoed_key_in_an_error_body_is_redacted(wire: Wire) {
     let shown = err.to_string();
     assert!(matches!(err, LlmError::Http { status: 401, .. }), "{err:?}");
     assert!(shown.contains("[REDACTED]"), "{shown}");
+    assert!(shown.contains("the API key was refused"), "{shown}");
     if std::env::var_os("REPLAN_SHOW_TEST_LOGS").is_some() {
         eprintln!("{}", logs.text());
     }
