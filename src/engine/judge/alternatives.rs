@@ -255,8 +255,11 @@ mod tests {
         assert!(!needs_approval(0.5, 0.5));
     }
 
+    /// Task descriptions of one plan, and the states its tasks had when it was replaced.
+    type PlanWithFinalStates<'a> = (Vec<&'a str>, Vec<(&'a str, TaskState)>);
+
     fn session(
-        plans: Vec<(Vec<&str>, Vec<(&str, TaskState)>)>,
+        plans: Vec<PlanWithFinalStates<'_>>,
         current: Vec<(&str, TaskState)>,
     ) -> SessionState {
         let mut s = SessionState::default();

@@ -176,8 +176,10 @@ mod tests {
     }
 
     fn decide(i: RefinementInput) -> (RefinementVerdict, u8) {
-        let mut cfg = RefinementConfig::default();
-        cfg.refine_suggestions_on_success = true;
+        let cfg = RefinementConfig {
+            refine_suggestions_on_success: true,
+            ..Default::default()
+        };
         let d = make_refinement_decision(&i, &cfg);
         (d.verdict, d.priority)
     }

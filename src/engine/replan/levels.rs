@@ -180,9 +180,10 @@ fn order(p: Phase) -> usize {
 ///    back, except `plan_revision`, which the reflection phase writes itself) and it equals the
 ///    fixed target of the type when the type has one (retry, clarification, goal revision,
 ///    redecomposition, regeneration).
-/// 2. `replan_level` when it is 1..=5 (§7.4 table).
-/// 3. the type (§2.6, see [`returns_to`]), using [`effective_type`].
-/// 4. the current phase (the model asked for a replan but said nothing usable about where).
+/// 2. `replan_level` when it is 1..=5 (§7.4 table);
+/// 3. otherwise the type (§2.6, see [`returns_to`]), using [`effective_type`];
+/// 4. the current phase, when neither gives a phase or the phase of step 2/3 lies after `current`
+///    (a level-1 retry asked for during task decomposition re-runs task decomposition).
 pub fn resolve_target(d: &ReplanDecision, current: Phase) -> ResolvedTarget {
     let level = d.replan_level.and_then(ReplanLevel::from_number);
     let t = effective_type(d);
@@ -197,24 +198,22 @@ pub fn resolve_target(d: &ReplanDecision, current: Phase) -> ResolvedTarget {
             };
         }
     }
-    if let Some(l) = level {
-        return ResolvedTarget {
-            phase: l.target_phase(),
-            source: TargetSource::Level,
+    let candidate = level
+        .map(|l| (l.target_phase(), TargetSource::Level))
+        .or_else(|| returns_to(t).map(|p| (p, TargetSource::Type)));
+    match candidate {
+        Some((p, source)) if order(p) <= order(current) || t == ReplanType::PlanRevision => {
+            ResolvedTarget {
+                phase: p,
+                source,
+                level,
+            }
+        }
+        _ => ResolvedTarget {
+            phase: current,
+            source: TargetSource::CurrentPhase,
             level,
-        };
-    }
-    if let Some(p) = returns_to(t) {
-        return ResolvedTarget {
-            phase: p,
-            source: TargetSource::Type,
-            level,
-        };
-    }
-    ResolvedTarget {
-        phase: current,
-        source: TargetSource::CurrentPhase,
-        level,
+        },
     }
 }
 
@@ -315,8 +314,16 @@ mod tests {
     fn target_after_the_current_phase_is_ignored() {
         let d = decision(ReplanType::PartialReplan, Some(Phase::Execution), None);
         let r = resolve_target(&d, Phase::TaskDecomposition);
-        assert_eq!(r.phase, Phase::ActionSequence);
-        assert_eq!(r.source, TargetSource::Type);
+        assert_eq!(
+            (r.phase, r.source),
+            (Phase::TaskDecomposition, TargetSource::CurrentPhase)
+        );
+        let retry_while_planning = decision(ReplanType::None, None, Some(1));
+        let r = resolve_target(&retry_while_planning, Phase::ActionSequence);
+        assert_eq!(
+            (r.phase, r.source),
+            (Phase::ActionSequence, TargetSource::CurrentPhase)
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::loop_detect::trigger_key;
 use crate::config::ReplanningConfig;
 use crate::history::SessionState;
 use crate::history::entry::DecisionRecord;
-use crate::plan::{Phase, ReplanDecision, ReplanType};
+use crate::plan::{Phase, ReplanDecision, ReplanTrigger, ReplanType};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -132,7 +132,9 @@ pub struct ReplanCounters {
 
 impl ReplanCounters {
     /// Count every executed decision of the thread. Decisions that were overridden, skipped or are
-    /// still waiting for `/approve` (`executed: false`) spend nothing.
+    /// still waiting for `/approve` (`executed: false`) spend nothing, and neither do replans a
+    /// person asked for (`trigger: human-request`): the limits stop the model from looping, not
+    /// maintainers from steering.
     pub fn from_state(state: &SessionState) -> Self {
         Self::from_decisions(&state.decisions)
     }
@@ -140,7 +142,10 @@ impl ReplanCounters {
     /// Count a slice of decisions (e.g. only those since a person's `/resume`).
     pub fn from_decisions<'a>(decisions: impl IntoIterator<Item = &'a DecisionRecord>) -> Self {
         let mut c = Self::default();
-        for d in decisions.into_iter().filter(|d| d.executed) {
+        for d in decisions
+            .into_iter()
+            .filter(|d| d.executed && d.trigger != Some(ReplanTrigger::HumanRequest))
+        {
             // Older records may lack the key; recompute it the same way the engine does.
             let key = if d.trigger_key.is_empty() {
                 trigger_key(d.phase, &d.llm_decision)
@@ -318,6 +323,17 @@ mod tests {
         let cfg = ReplanningConfig::default();
         assert_eq!(c.remaining(LimitBucket::ActionRetries, &cfg), 1);
         assert_eq!(c.remaining(LimitBucket::Total, &cfg), 6);
+    }
+
+    #[test]
+    fn human_requested_replans_spend_no_budget() {
+        let mut human = record(Phase::Execution, ReplanType::PartialReplan, true, "h");
+        human.trigger = Some(ReplanTrigger::HumanRequest);
+        let mut failed = record(Phase::Execution, ReplanType::PartialReplan, true, "f");
+        failed.trigger = Some(ReplanTrigger::TaskFailed);
+        let c = ReplanCounters::from_decisions([&human, &human, &failed]);
+        assert_eq!((c.partial_replans, c.total), (1, 1));
+        assert_eq!(c.trigger_count("h"), 0);
     }
 
     #[test]
