@@ -9,5 +9,5 @@ pub use alternatives::{
     Alternative, ScoreBreakdown, ScoredAlternative, complexity_score, needs_approval,
     past_success_rate, rank, score, tools_available_ratio,
 };
-pub use outcome::{JudgeVerdict, decide, outcome};
+pub use outcome::{JudgeOutcome, JudgeVerdict, decide, outcome};
 pub use split::{ChainCheck, SplitError, SplitResult, apply_split, check_chain};

@@ -112,9 +112,10 @@ pub fn make_refinement_decision(
         };
     };
     // 3. Improvement stagnated.
-    if let Some(previous) = input.previous_score
-        && is_stagnated(previous, score, cfg)
-    {
+    let stagnated_from = input
+        .previous_score
+        .filter(|previous| is_stagnated(*previous, score, cfg));
+    if let Some(previous) = stagnated_from {
         return if ok {
             decision(
                 Accept,

@@ -5,7 +5,8 @@ pub mod decision;
 pub mod structure;
 
 pub use decision::{
-    RefinementDecision, RefinementInput, is_stagnated, make_refinement_decision, quality_ok,
+    RefinementDecision, RefinementInput, RefinementVerdict, is_stagnated, make_refinement_decision,
+    quality_ok,
 };
 pub use structure::{
     StructureProblem, StructureValidation, choose_refined_plan, fallback_per_task,
