@@ -32,6 +32,8 @@ pub struct GitBranchHistory {
     pub max_attempts: u32,
     /// Identity for history commits when neither `GIT_AUTHOR_*` nor git config provides one.
     pub fallback_identity: (String, String),
+    /// Extra environment for every `git` command (e.g. `GIT_SSH_COMMAND`, or config isolation).
+    pub git_env: Vec<(String, String)>,
     #[doc(hidden)]
     pub before_update_ref: Option<BeforeUpdateRefHook>,
 }
@@ -66,6 +68,7 @@ impl GitBranchHistory {
             push_remote: None,
             max_attempts: 5,
             fallback_identity: ("replan".into(), "replan@localhost".into()),
+            git_env: Vec::new(),
             before_update_ref: None,
         }
     }
@@ -82,6 +85,9 @@ impl GitBranchHistory {
     ) -> Result<Output, HistoryError> {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(&self.repo).args(args);
+        for (k, v) in &self.git_env {
+            cmd.env(k, v);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -272,7 +278,9 @@ impl GitBranchHistory {
 
     /// Whether git already knows who commits; the fallback identity must not override it.
     fn has_identity(&self) -> Result<bool, HistoryError> {
-        let env = |k| std::env::var_os(k).is_some();
+        let env = |k: &str| {
+            std::env::var_os(k).is_some() || self.git_env.iter().any(|(name, _)| name == k)
+        };
         if env("GIT_AUTHOR_EMAIL") && env("GIT_COMMITTER_EMAIL") {
             return Ok(true);
         }

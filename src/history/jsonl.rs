@@ -170,7 +170,7 @@ pub fn append_text(existing: &str, entries: &mut [Entry], after_seq: u64) -> Str
     renumber(entries, after_seq);
     let mut out = String::with_capacity(existing.len() + entries.len() * 256 + 1);
     out.push_str(existing);
-    out.push_str(&separator(existing));
+    out.push_str(separator(existing));
     out.push_str(&to_lines(entries));
     out
 }

@@ -1,0 +1,4 @@
+//! Integration tests, one module per area.
+
+mod history;
+mod seed_json;
