@@ -837,6 +837,23 @@ fn every_export_format_renders_the_history() {
     );
     assert!(b.contains("- line 4: not valid JSON"), "{b}");
 
+    let parsed = jsonl::parse(&text);
+    let show = replan::history::export::summary(&thread, &parsed.entries, &parsed.corrupt);
+    assert!(
+        show.starts_with("issue #12: 20 entries, 2 runs, 1 corrupt lines skipped\n"),
+        "{show}"
+    );
+    assert!(
+        show.contains("last run: r2 by @alice (answer) → completed"),
+        "{show}"
+    );
+    assert!(
+        show.contains("plan v2 (1 revisions): Fix the README typo"),
+        "{show}"
+    );
+    assert!(show.contains("  [x] task_1 do task_1 (DONE)"), "{show}");
+    assert!(show.contains("  [!] task_3 do task_3 (BLOCKED)"), "{show}");
+
     let json = export(&thread, &text, ExportFormat::Json);
     let v: serde_json::Value = serde_json::from_str(&json.body).unwrap();
     assert_eq!(
@@ -1005,4 +1022,34 @@ async fn the_store_assigns_envelopes_and_flushes_every_n_entries() {
         .unwrap();
     assert_eq!(reloaded.state, *store.state());
     assert_eq!(reloaded.entries, store.entries());
+}
+
+#[tokio::test]
+async fn git_branch_history_prunes_through_rewrite() {
+    let repo = repo_with_work_in_progress();
+    let history = git_history(repo.path());
+    let old = ThreadRef::issue(1);
+    let live = ThreadRef::issue(2);
+    let mut fresh = checklist("r", "new");
+    fresh.ts = t0() + Duration::days(199);
+    history
+        .append(&old, &[checklist("r", "old")])
+        .await
+        .unwrap();
+    history.append(&live, &[fresh]).await.unwrap();
+    let report = prune(
+        &history,
+        &PruneOptions::retention_days(90, t0() + Duration::days(200)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.retired, [(old, None)]);
+    assert_eq!(history.threads().await.unwrap(), [live]);
+    assert_eq!(
+        git(
+            repo.path(),
+            &["ls-tree", "-r", "--name-only", "replan-history"]
+        ),
+        "planning_history/issues/2.jsonl"
+    );
 }
