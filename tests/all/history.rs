@@ -1053,3 +1053,41 @@ async fn git_branch_history_prunes_through_rewrite() {
         "planning_history/issues/2.jsonl"
     );
 }
+
+#[test]
+fn git_branch_history_keeps_lines_that_are_not_utf8() {
+    let repo = repo_with_work_in_progress();
+    let p = repo.path();
+    git(p, &["stash", "-q"]);
+    git(p, &["switch", "-q", "--orphan", "replan-history"]);
+    let original: Vec<u8> = [
+        to_line(&checklist("r", "c1")).as_bytes(),
+        b"\n{\"v\":1,\"broken\xff\xfe\n",
+    ]
+    .concat();
+    std::fs::create_dir_all(p.join("planning_history/issues")).unwrap();
+    std::fs::write(p.join("planning_history/issues/1.jsonl"), &original).unwrap();
+    git(p, &["add", "planning_history"]);
+    git(p, &["commit", "-q", "-m", "hand-written history"]);
+    git(p, &["switch", "-q", "main"]);
+
+    let outcome = git_history(p)
+        .append_blocking(&ThreadRef::issue(1), &[checklist("r2", "c2")])
+        .unwrap();
+    assert_eq!(outcome.first_seq, 2);
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(p)
+        .args([
+            "cat-file",
+            "blob",
+            "replan-history:planning_history/issues/1.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.stdout.starts_with(&original));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let parsed = jsonl::parse(&text);
+    assert_eq!(parsed.entries.len(), 2);
+    assert_eq!(parsed.corrupt.len(), 1);
+}
