@@ -5,5 +5,7 @@ mod support;
 mod cli;
 mod config;
 mod harness;
+mod history;
 mod llm;
+mod seed_json;
 mod trigger;
