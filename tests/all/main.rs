@@ -1,0 +1,8 @@
+//! One integration-test binary for the whole crate (see ARCHITECTURE.md): one link, shared support.
+
+mod support;
+
+mod cli;
+mod config;
+mod harness;
+mod trigger;
