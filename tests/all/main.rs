@@ -5,4 +5,5 @@ mod support;
 mod cli;
 mod config;
 mod harness;
+mod tools;
 mod trigger;
