@@ -8,4 +8,5 @@ mod harness;
 mod history;
 mod llm;
 mod seed_json;
+mod tools;
 mod trigger;
