@@ -3,5 +3,6 @@
 mod support;
 
 mod config;
+mod gitlab;
 mod harness;
 mod trigger;
