@@ -7,14 +7,14 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use replan::config::Config;
 use replan::forge::gitlab::{
-    GitLabClient, GitLabForge, GitLabHistory, RetryPolicy, api_url, connect,
+    GitLabClient, GitLabForge, GitLabHistory, RetryPolicy, api_url, connect, resolve_note,
 };
 use replan::forge::{Forge, ForgeError, PullRequestRequest, Reaction};
 use replan::history::entry::UsageTotals;
 use replan::history::{Entry, EntryBody, HistoryBackend, SCHEMA_VERSION};
 use replan::trigger::{
-    Actor, ForgeKind, GateDecision, GateInput, GatePolicy, Permission, Request, ThreadKind,
-    ThreadRef, Trigger, decide,
+    Actor, Command, ForgeKind, GateDecision, GateInput, GatePolicy, Permission, Request,
+    StartRules, ThreadKind, ThreadRef, Trigger, decide,
 };
 
 use crate::support::fake_gitlab::{FakeGitLab, Noteable, access};
@@ -596,5 +596,51 @@ async fn gitlab_api_url_comes_from_ci_variables_for_self_managed_instances() {
     assert_eq!(
         fake.requests()[0].path,
         format!("/api/v4/projects/octo%2Fwidgets/issues/{iid}")
+    );
+}
+
+#[tokio::test]
+async fn gitlab_replan_note_id_is_fetched_and_its_author_becomes_the_actor() {
+    let fake = FakeGitLab::start();
+    let iid = fake.seed_issue("Plan", "Please", "alice");
+    fake.add_member("gwen", access::GUEST);
+    let note = fake.seed_note(Noteable::Issue(iid), "gwen", "/replan tasks too coarse");
+    let forge = forge(&fake);
+    let mut t = trigger(&fake);
+    t.thread = Some(ThreadRef::issue(iid));
+    t.actor.login = "trigger-token-owner".into();
+    t.request = Request::FetchComment {
+        id: note.to_string(),
+    };
+
+    resolve_note(&forge, &mut t, &StartRules::default())
+        .await
+        .unwrap();
+
+    assert_eq!(t.actor.login, "gwen");
+    assert!(
+        matches!(t.request, Request::Command(Command::Replan { .. })),
+        "{:?}",
+        t.request
+    );
+    assert_eq!(t.comment.as_ref().unwrap().body, "/replan tasks too coarse");
+    let permission = forge.gate_permission(&t.actor.login).await;
+    let policy = GatePolicy::default();
+    let decision = decide(&GateInput::for_trigger(&t, permission, &policy, Utc::now()));
+    assert!(
+        matches!(decision, GateDecision::Refuse { reply: Some(_), .. }),
+        "{decision:?}"
+    );
+
+    t.request = Request::FetchComment {
+        id: "999999".into(),
+    };
+    let err = resolve_note(&forge, &mut t, &StartRules::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("REPLAN_NOTE_ID") && err.contains("999999"),
+        "{err}"
     );
 }
