@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod gitlab;
 mod harness;
 mod history;
 mod llm;
