@@ -425,10 +425,10 @@ fn render_result(result: &CallToolResult) -> String {
             None => parts.push(value.to_string()),
         }
     }
-    if parts.is_empty() {
-        if let Some(structured) = &result.structured_content {
-            parts.push(structured.to_string());
-        }
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
     }
     parts.join("\n")
 }

@@ -46,12 +46,12 @@ impl Tool for ReadFileTool {
         if start == Some(0) || end == Some(0) {
             return Err(invalid("read_file: line numbers start at 1"));
         }
-        if let (Some(s), Some(e)) = (start, end) {
-            if e < s {
-                return Err(invalid(format!(
-                    "read_file: end_line {e} is before start_line {s}"
-                )));
-            }
+        if let (Some(s), Some(e)) = (start, end)
+            && e < s
+        {
+            return Err(invalid(format!(
+                "read_file: end_line {e} is before start_line {s}"
+            )));
         }
         let target = self.workspace.resolve_existing(path)?;
         let cap = self.cap_bytes;
