@@ -4,4 +4,5 @@ mod support;
 
 mod config;
 mod harness;
+mod packaging;
 mod trigger;
