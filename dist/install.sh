@@ -69,7 +69,9 @@ base_url="${base_url%/}"
 
 cache_root="${RUNNER_TOOL_CACHE:-${HOME:-/tmp}/.cache/replan-tools}"
 install_dir="$cache_root/replan/${version#v}/$cache_arch"
-binary="$install_dir/replan"
+exe=""
+case "$os" in Windows | MINGW* | MSYS* | CYGWIN*) exe=".exe" ;; esac
+binary="$install_dir/replan$exe"
 
 publish() {
   local source="$1"
@@ -121,8 +123,8 @@ install_binary() {
   mkdir -p "$(dirname "$install_dir")"
   rm -rf "$install_dir.partial"
   mkdir -p "$install_dir.partial"
-  cp "$from" "$install_dir.partial/replan"
-  chmod 0755 "$install_dir.partial/replan"
+  cp "$from" "$install_dir.partial/replan$exe"
+  chmod 0755 "$install_dir.partial/replan$exe"
   rm -rf "$install_dir"
   mv "$install_dir.partial" "$install_dir"
   : >"$install_dir.complete"
@@ -135,8 +137,8 @@ build_from_source() {
     || fail "$why, and cargo is not installed: use a Linux x64 or ARM64 runner, or install Rust (e.g. with dtolnay/rust-toolchain) before this action"
   [ -f "$action_path/Cargo.toml" ] || fail "$why, and $action_path has no Cargo.toml to build from"
   cargo install --locked --path "$action_path" --root "$work/cargo-root" --bin replan
-  [ -x "$work/cargo-root/bin/replan" ] || fail "cargo install finished but $work/cargo-root/bin/replan is missing"
-  install_binary "$work/cargo-root/bin/replan"
+  [ -f "$work/cargo-root/bin/replan$exe" ] || fail "cargo install finished but $work/cargo-root/bin/replan$exe is missing"
+  install_binary "$work/cargo-root/bin/replan$exe"
   publish cargo
 }
 
