@@ -8,6 +8,7 @@ mod gitlab;
 mod harness;
 mod history;
 mod llm;
+mod packaging;
 mod seed_json;
 mod tools;
 mod trigger;
