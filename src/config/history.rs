@@ -1,0 +1,27 @@
+//! `history` — where the JSONL history lives (SPEC F4).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// Orphan branch holding the history files.
+    pub branch: String,
+    /// `history prune` archives threads idle for longer than this.
+    pub retention_days: u32,
+    pub directory: String,
+    /// History entries appended between two commits to the history branch during a run
+    /// (1 = commit after every entry; the end of a run always commits).
+    pub commit_every: u32,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        Self {
+            branch: "replan-history".to_owned(),
+            retention_days: 90,
+            directory: "planning_history".to_owned(),
+            commit_every: 1,
+        }
+    }
+}

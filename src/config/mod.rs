@@ -1,0 +1,74 @@
+//! Configuration (SPEC F3): typed settings with the seeds' defaults.
+//!
+//! Sources, lowest precedence first: built-in defaults, the repository file (`.github/replan.yml`
+//! or `.replan.yml`), the remote per-user endpoint (`user_config_api`, seed 001 §9.3), environment
+//! variables, then CLI flags / action inputs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+mod forge;
+mod history;
+mod llm;
+mod planning;
+mod refinement;
+mod replanning;
+mod task_replanning;
+mod tools;
+
+pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
+pub use history::HistoryConfig;
+pub use llm::{BudgetConfig, LlmConfig, Price, ProviderKind};
+pub use planning::{
+    DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode, ReflectionConfig,
+    ReflectionDepth, RevisionConfig, Strategy,
+};
+pub use refinement::RefinementConfig;
+pub use replanning::{
+    ActionSequenceLimits, ExecutionLimits, GlobalLimits, GoalUnderstandingLimits,
+    LlmDecisionConfig, ReflectionLimits, ReplanningConfig, TaskDecompositionLimits,
+};
+pub use task_replanning::TaskReplanningConfig;
+pub use tools::{McpServerConfig, ToolsConfig};
+
+/// The whole configuration after all sources are merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub planning: PlanningConfig,
+    pub refinement: RefinementConfig,
+    /// Seed 004 task re-decomposition; the seed 000 replan decisions are `planning.replanning`.
+    pub replanning: TaskReplanningConfig,
+    pub llm: LlmConfig,
+    pub tools: ToolsConfig,
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub history: HistoryConfig,
+    pub github: ForgeTriggerConfig,
+    pub gitlab: ForgeTriggerConfig,
+    pub user_config_api: Option<UserConfigApi>,
+}
+
+/// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering
+/// `{"status":"success","data":{...config...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserConfigApi {
+    pub url: String,
+    /// Name of the environment variable holding the bearer token.
+    pub token_env: Option<String>,
+    pub timeout_seconds: u64,
+}
+
+impl Default for UserConfigApi {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            token_env: None,
+            timeout_seconds: 10,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

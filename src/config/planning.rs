@@ -1,0 +1,126 @@
+//! The `planning` section (seed 001 §6 and §9.1), with `replanning` nested inside (seed 000 §12.1).
+
+use serde::{Deserialize, Serialize};
+
+use super::replanning::ReplanningConfig;
+
+/// `planning:` — the five-phase planning process (seed 001 §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlanningConfig {
+    /// Planning on; `false` runs the legacy plain tool-calling loop.
+    pub enabled: bool,
+    pub strategy: Strategy,
+    pub max_subtasks: u32,
+    pub decomposition_level: DecompositionLevel,
+    /// Our addition (SPEC F5): the three planning phases in one LLM response, or one call per phase.
+    pub mode: PlanningMode,
+    pub reflection: ReflectionConfig,
+    pub revision: RevisionConfig,
+    pub history: PlanningHistoryConfig,
+    pub replanning: ReplanningConfig,
+}
+
+impl Default for PlanningConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            strategy: Strategy::default(),
+            max_subtasks: 100,
+            decomposition_level: DecompositionLevel::default(),
+            mode: PlanningMode::default(),
+            reflection: ReflectionConfig::default(),
+            revision: RevisionConfig::default(),
+            history: PlanningHistoryConfig::default(),
+            replanning: ReplanningConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    #[default]
+    ChainOfThought,
+    Hierarchical,
+    Simple,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecompositionLevel {
+    Detailed,
+    #[default]
+    Moderate,
+    Minimal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanningMode {
+    /// Goal understanding, decomposition and action sequence in one response (SPEC F5 default).
+    #[default]
+    SingleCall,
+    PerPhase,
+}
+
+/// `planning.reflection` (seed 001 §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReflectionConfig {
+    pub enabled: bool,
+    pub trigger_on_error: bool,
+    /// Reflect every N actions; 0 turns periodic reflection off (seed 001 §9.1).
+    pub trigger_interval: u32,
+    pub depth: ReflectionDepth,
+}
+
+impl Default for ReflectionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            trigger_on_error: true,
+            trigger_interval: 3,
+            depth: ReflectionDepth::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReflectionDepth {
+    Deep,
+    #[default]
+    Moderate,
+    Shallow,
+}
+
+/// `planning.revision` (seed 001 §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RevisionConfig {
+    pub max_revisions: u32,
+}
+
+impl Default for RevisionConfig {
+    fn default() -> Self {
+        Self { max_revisions: 3 }
+    }
+}
+
+/// `planning.history` (seed 001 §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlanningHistoryConfig {
+    pub storage_type: String,
+    pub directory: String,
+}
+
+impl Default for PlanningHistoryConfig {
+    fn default() -> Self {
+        Self {
+            storage_type: "jsonl".to_owned(),
+            directory: "planning_history".to_owned(),
+        }
+    }
+}
