@@ -51,6 +51,8 @@ pub struct PlanningWork {
     pub previous_draft: Option<Plan>,
     /// The latest draft came from a refinement replan and still needs its structure check.
     pub needs_structure_check: bool,
+    /// Drafts written by refinement replans since the last planning draft.
+    pub refinement_drafts: u32,
 }
 
 impl PlanningWork {
@@ -267,10 +269,12 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                     }
                 }
                 w.refinement.clear();
+                w.refinement_drafts = 0;
                 w.previous_draft = None;
                 w.needs_structure_check = false;
             }
             if *source == DraftSource::Refinement {
+                w.refinement_drafts += 1;
                 w.previous_draft = w.draft();
                 w.needs_structure_check = true;
             }
@@ -499,19 +503,13 @@ fn start_replan(s: &mut SessionState, d: &DecisionRecord) {
     let Some(from) = d.restart_phase else {
         return;
     };
-    let base = s
-        .planning
-        .as_ref()
-        .map(|w| (w.goal.clone(), w.decomposition.clone()))
-        .or_else(|| {
-            s.plan.as_ref().map(|p| {
-                (
-                    Some(p.goal_understanding.clone()),
-                    Some(p.task_decomposition.clone()),
-                )
-            })
-        })
-        .unwrap_or((None, None));
+    let work = s.planning.as_ref();
+    let base = (
+        work.and_then(|w| w.goal.clone())
+            .or_else(|| s.plan.as_ref().map(|p| p.goal_understanding.clone())),
+        work.and_then(|w| w.decomposition.clone())
+            .or_else(|| s.plan.as_ref().map(|p| p.task_decomposition.clone())),
+    );
     let mut feedback = Vec::new();
     if !d.llm_decision.reasoning.is_empty() {
         feedback.push(d.llm_decision.reasoning.clone());
