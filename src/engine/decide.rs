@@ -121,6 +121,34 @@ pub async fn decide(
     }
 }
 
+/// Weigh a decision that did not come from a decision call (seed 001 §10.1.1 unclear goal).
+pub fn weigh_given(
+    cx: &Cx<'_>,
+    batch: &mut Batch,
+    phase: Phase,
+    decision: ReplanDecision,
+    notices: &mut Vec<Notice>,
+) -> DecisionOutcome {
+    let counters = ReplanCounters::from_state(&batch.state);
+    let key = trigger_key(phase, &decision);
+    let assessment = assess(
+        &decision,
+        phase,
+        &counters,
+        &cx.cfg().planning.replanning,
+        &key,
+    );
+    let mut rec = Record {
+        phase,
+        trigger: None,
+        key,
+        parse_error: None,
+        raw_reply: None,
+        started: (cx.deps.clock)(),
+    };
+    act(cx, batch, decision, assessment, &mut rec, notices)
+}
+
 struct Record {
     phase: Phase,
     trigger: Option<ReplanTrigger>,
@@ -189,6 +217,15 @@ impl Record {
 
 /// Where planning restarts for an executed decision; None for a retry (level 1).
 fn restart_phase(decision: &ReplanDecision, phase: Phase) -> Option<Phase> {
+    if phase == Phase::Reflection {
+        // Nothing is left to retry once every task is finished: revise the tasks instead.
+        return match resolve_target(decision, phase).phase {
+            p @ (Phase::GoalUnderstanding | Phase::TaskDecomposition | Phase::ActionSequence) => {
+                Some(p)
+            }
+            _ => Some(Phase::TaskDecomposition),
+        };
+    }
     match resolve_target(decision, phase).phase {
         p @ (Phase::GoalUnderstanding | Phase::TaskDecomposition | Phase::ActionSequence) => {
             Some(p)

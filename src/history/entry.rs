@@ -269,12 +269,17 @@ pub enum EntryBody {
         note: Option<String>,
     },
     /// New subtasks that replace a task (seed 004), with the re-wired dependents.
+    /// `replanning_info` is what each new subtask carries (its generation in the chain).
     TaskSplit {
         original_task_id: String,
         new_subtasks: Vec<crate::plan::Subtask>,
         #[serde(default)]
         updated_action_plan: Option<ActionPlan>,
         replanning_info: ReplanningInfo,
+        /// The whole plan after the split, when the engine computed it (replay then uses it as
+        /// is instead of re-wiring).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_plan: Option<Box<Plan>>,
     },
     /// The checklist comment's id, so later runs edit the same comment.
     Checklist {

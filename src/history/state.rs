@@ -382,12 +382,14 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             new_subtasks,
             updated_action_plan,
             replanning_info,
+            updated_plan,
         } => apply_split(
             s,
             original_task_id,
             new_subtasks,
             updated_action_plan.as_ref(),
             replanning_info,
+            updated_plan.as_deref(),
         ),
         EntryBody::Action { outcome, .. } => {
             s.actions_executed += 1;
@@ -549,11 +551,22 @@ fn apply_split(
     new_subtasks: &[crate::plan::Subtask],
     updated_action_plan: Option<&ActionPlan>,
     info: &ReplanningInfo,
+    updated_plan: Option<&Plan>,
 ) {
+    let new_ids: Vec<String> = new_subtasks.iter().map(|t| t.id.clone()).collect();
+    if let Some(updated) = updated_plan {
+        s.plan = Some(updated.clone());
+        for id in &new_ids {
+            let t = s.tasks.entry(id.clone()).or_default();
+            t.state = TaskState::Ready;
+            t.replanning_info = Some(info.clone());
+        }
+        s.final_review_done = false;
+        return;
+    }
     let Some(plan) = s.plan.as_mut() else {
         return;
     };
-    let new_ids: Vec<String> = new_subtasks.iter().map(|t| t.id.clone()).collect();
     let subtasks = &mut plan.task_decomposition.subtasks;
     let at = subtasks
         .iter()
