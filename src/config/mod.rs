@@ -8,27 +8,47 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod decode;
+mod env;
+mod error;
+mod explain;
+mod file;
 mod forge;
 mod history;
+mod layers;
 mod llm;
+mod load;
+mod overrides;
 mod planning;
+mod reference;
 mod refinement;
+mod remote;
 mod replanning;
+mod source;
 mod task_replanning;
 mod tools;
+mod validate;
 
+pub use env::{GENERIC_PREFIX, SEED_ENV_VARS};
+pub use error::ConfigError;
+pub use explain::{explain_json, explain_text, leaves};
+pub use file::REPO_FILE_CANDIDATES;
 pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
 pub use history::HistoryConfig;
 pub use llm::{BudgetConfig, LlmConfig, Price, ProviderKind};
+pub use load::{LoadOptions, LoadedConfig, load, load_local};
+pub use overrides::{ACTION_INPUTS, Override};
 pub use planning::{
     DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode, ReflectionConfig,
     ReflectionDepth, RevisionConfig, Strategy,
 };
+pub use reference::reference_markdown;
 pub use refinement::RefinementConfig;
 pub use replanning::{
     ActionSequenceLimits, ExecutionLimits, GlobalLimits, GoalUnderstandingLimits,
     LlmDecisionConfig, ReflectionLimits, ReplanningConfig, TaskDecompositionLimits,
 };
+pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
 

@@ -1,5 +1,13 @@
 //! Renderings of the session for people: checklist comment, notices, job summary, terminal.
 
+pub mod checklist;
+pub mod forge_reporter;
+pub mod markers;
+pub mod mermaid;
+pub mod notice;
+pub mod summary;
+pub mod terminal;
+
 use crate::history::SessionState;
 use crate::plan::{Phase, ReplanDecision};
 use async_trait::async_trait;

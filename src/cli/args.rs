@@ -1,0 +1,161 @@
+//! Command-line arguments (clap derive). Parsing only: the handlers live beside this file.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "replan",
+    version,
+    about = "A planning agent that lives in CI: plans an issue, executes the plan with tools, \
+             replans when needed, and keeps one checklist comment up to date.",
+    long_about = None,
+    after_help = "Exit codes: 0 done or waiting for a person, 1 Replan failed, 2 usage or configuration error.\n\
+                  Logging: RUST_LOG=replan=debug or --verbose. Docs: README.md."
+)]
+pub struct Cli {
+    /// More log output (repeat for trace). RUST_LOG overrides it.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one planning cycle for the issue or comment that triggered the job.
+    Run(RunArgs),
+    /// Run the main job on an embedded sample issue: scripted LLM, local forge, no keys, no network.
+    Demo(DemoArgs),
+    /// Show, export, summarise or prune a thread's planning history.
+    #[command(subcommand)]
+    History(HistoryCommand),
+    /// Show the merged configuration and where each value came from.
+    Config(ConfigArgs),
+    /// Check plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    /// The checked-out repository [default: $GITHUB_WORKSPACE, $CI_PROJECT_DIR, or the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Configuration file [default: .github/replan.yml or .replan.yml in the workspace].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Set a configuration key, e.g. `--set planning.max_subtasks=20` (repeatable; highest precedence).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+
+    /// Issue number for a local run (in CI the event payload names it).
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+
+    /// Issue title for a local run.
+    #[arg(long)]
+    pub title: Option<String>,
+
+    /// Issue body for a local run (`@FILE` reads it from a file).
+    #[arg(long)]
+    pub body: Option<String>,
+
+    /// Directory holding the local forge and history for a local run [default: <workspace>/.replan].
+    #[arg(long, value_name = "DIR")]
+    pub local_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to write the sample repository, local forge and history [default: a new temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Json,
+    Jsonl,
+    Stats,
+}
+
+#[derive(Debug, Args)]
+pub struct ThreadArgs {
+    /// Directory that holds `planning_history/` [default: <workspace>/.replan].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Thread as `issues/12`, `pulls/7`, `merge_requests/3`, or a bare issue number.
+    #[arg(value_name = "THREAD")]
+    pub thread: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Print the replayed state of a thread: plan, task states, pending question, counters.
+    Show(ThreadArgs),
+    /// Export a thread's history.
+    Export {
+        #[command(flatten)]
+        thread: ThreadArgs,
+        #[arg(long, value_enum, default_value = "md")]
+        format: ExportFormat,
+    },
+    /// Replans by phase and type, overrides, success rate, tokens.
+    Stats {
+        #[command(flatten)]
+        thread: ThreadArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive and remove threads whose newest entry is older than the retention period.
+    Prune {
+        /// Directory that holds `planning_history/` [default: <workspace>/.replan].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Age in days [default: history.retention_days, 90].
+        #[arg(long, value_name = "DAYS")]
+        older_than: Option<u64>,
+        /// Where archived files go [default: <dir>/archive].
+        #[arg(long, value_name = "DIR")]
+        archive: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+
+    /// Print every value with the source that set it.
+    #[arg(long)]
+    pub explain: bool,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Validate a plan file (a plan, or a seed "planning" response): ids, dependencies, cycles, order.
+    Validate {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Maximum number of subtasks.
+        #[arg(long, default_value_t = 100)]
+        max_subtasks: usize,
+    },
+}

@@ -1,0 +1,17 @@
+//! Log set-up: `RUST_LOG` wins; otherwise `--verbose` picks the level. Logs go to stderr.
+
+use tracing_subscriber::EnvFilter;
+
+pub fn init(verbose: u8) {
+    let default = match verbose {
+        0 => "replan=info",
+        1 => "replan=debug",
+        _ => "replan=trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

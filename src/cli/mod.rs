@@ -1,0 +1,23 @@
+//! The `replan` command line: argument parsing, dispatch and exit codes; nothing else.
+
+pub mod args;
+pub mod config_cmd;
+pub mod exit;
+pub mod logging;
+pub mod workspace;
+
+pub use args::Cli;
+pub use exit::{CliError, Exit};
+
+use args::Command;
+
+/// Run a parsed command line; errors carry their exit code.
+pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
+    match cli.command {
+        Command::Run(_) => Err(CliError::not_available("run")),
+        Command::Demo(_) => Err(CliError::not_available("demo")),
+        Command::History(_) => Err(CliError::not_available("history")),
+        Command::Config(args) => config_cmd::run(args).await,
+        Command::Plan(_) => Err(CliError::not_available("plan validate")),
+    }
+}

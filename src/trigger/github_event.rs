@@ -1,0 +1,576 @@
+//! GitHub Actions event payloads (`GITHUB_EVENT_NAME` + the JSON file at `GITHUB_EVENT_PATH`).
+//!
+//! The structs hold only the fields Replan reads, all optional: GitHub omits or nulls fields
+//! between event kinds and API versions, and a missing field we need is reported by its path.
+
+use super::{
+    Actor, EventOutcome, ForgeKind, Request, StartRules, ThreadKind, ThreadRef, Trigger,
+    TriggerComment, TriggerError, classify_comment, mentions, timestamp,
+};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+
+#[derive(Debug, Default, Deserialize)]
+struct Payload {
+    action: Option<String>,
+    issue: Option<Issue>,
+    pull_request: Option<Issue>,
+    comment: Option<Comment>,
+    label: Option<Label>,
+    repository: Option<Repository>,
+    sender: Option<User>,
+    inputs: Option<serde_json::Map<String, Value>>,
+}
+
+/// An issue or a pull request: the fields we read are the same.
+#[derive(Debug, Deserialize)]
+struct Issue {
+    number: Option<u64>,
+    title: Option<String>,
+    body: Option<String>,
+    #[serde(default)]
+    labels: Vec<Label>,
+    /// Present (an object) when an `issue_comment` is on a pull request.
+    pull_request: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Comment {
+    id: Option<u64>,
+    body: Option<String>,
+    user: Option<User>,
+    #[serde(default, deserialize_with = "timestamp::lenient")]
+    created_at: Option<DateTime<Utc>>,
+    #[serde(default, deserialize_with = "timestamp::lenient")]
+    updated_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Label {
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Repository {
+    full_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct User {
+    login: Option<String>,
+    id: Option<u64>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// Parses an Actions event. `Ok(None)` is an event Replan deliberately ignores; the reason is
+/// logged at info level (use [`from_actions_explained`] to get it).
+pub fn from_actions(
+    event_name: &str,
+    payload_json: &str,
+    payload_path_for_errors: &Path,
+    rules: &StartRules,
+) -> Result<Option<Trigger>, TriggerError> {
+    let outcome = from_actions_explained(event_name, payload_json, payload_path_for_errors, rules)?;
+    if let EventOutcome::Ignored { reason } = &outcome {
+        tracing::info!(event = event_name, "ignoring the event: {reason}");
+    }
+    Ok(outcome.into_trigger())
+}
+
+/// Reads the payload file and parses it; a read error names the file.
+pub fn load_actions_event(
+    event_name: &str,
+    payload_path: &Path,
+    rules: &StartRules,
+) -> Result<EventOutcome, TriggerError> {
+    let json = std::fs::read_to_string(payload_path).map_err(|source| TriggerError::Read {
+        path: payload_path.to_owned(),
+        variable: "GITHUB_EVENT_PATH",
+        source,
+    })?;
+    from_actions_explained(event_name, &json, payload_path, rules)
+}
+
+/// Parses an Actions event and says why when it is ignored.
+pub fn from_actions_explained(
+    event_name: &str,
+    payload_json: &str,
+    path: &Path,
+    rules: &StartRules,
+) -> Result<EventOutcome, TriggerError> {
+    let event_name = event_name.trim();
+    if !matches!(
+        event_name,
+        "issues"
+            | "issue_comment"
+            | "pull_request"
+            | "pull_request_target"
+            | "pull_request_review_comment"
+            | "workflow_dispatch"
+            | "schedule"
+    ) {
+        return Ok(EventOutcome::ignored(format!(
+            "`{event_name}` events do not start Replan (it runs on issues, issue_comment, pull_request, pull_request_review_comment, workflow_dispatch and schedule)"
+        )));
+    }
+    let payload: Payload = if event_name == "schedule" && payload_json.trim().is_empty() {
+        Payload::default()
+    } else {
+        serde_json::from_str(payload_json).map_err(|e| TriggerError::from_json(path, &e))?
+    };
+    let ctx = Ctx {
+        event_name,
+        path,
+        rules,
+        payload: &payload,
+    };
+    ctx.dispatch()
+}
+
+struct Ctx<'a> {
+    event_name: &'a str,
+    path: &'a Path,
+    rules: &'a StartRules,
+    payload: &'a Payload,
+}
+
+impl Ctx<'_> {
+    fn dispatch(&self) -> Result<EventOutcome, TriggerError> {
+        let action = self.payload.action.as_deref().unwrap_or("");
+        match (self.event_name, action) {
+            ("schedule", _) => self.sweep(),
+            ("workflow_dispatch", _) => self.dispatched(),
+            ("issues", "opened" | "reopened") => self.opened("issue", ThreadKind::Issue),
+            ("issues" | "pull_request" | "pull_request_target", "labeled") => self.labeled(),
+            ("pull_request" | "pull_request_target", "opened" | "reopened") => {
+                self.opened("pull_request", ThreadKind::PullRequest)
+            }
+            ("issue_comment" | "pull_request_review_comment", "created") => self.commented(),
+            ("issue_comment" | "pull_request_review_comment", "edited") => {
+                Ok(EventOutcome::ignored(
+                    "edited comments are not trusted; post a new comment instead",
+                ))
+            }
+            _ => Ok(EventOutcome::ignored(format!(
+                "`{}` with action `{action}` does not start Replan",
+                self.event_name
+            ))),
+        }
+    }
+
+    fn event(&self) -> String {
+        match self.payload.action.as_deref() {
+            Some(action) if !action.is_empty() => format!("{}.{action}", self.event_name),
+            _ => self.event_name.to_owned(),
+        }
+    }
+
+    fn missing(&self, field: &str) -> TriggerError {
+        TriggerError::missing(self.path, self.event_name, field)
+    }
+
+    fn repo(&self) -> Result<String, TriggerError> {
+        self.payload
+            .repository
+            .as_ref()
+            .and_then(|r| r.full_name.clone())
+            .ok_or_else(|| self.missing("repository.full_name"))
+    }
+
+    fn actor(&self, user: Option<&User>, field: &str) -> Result<Actor, TriggerError> {
+        let user = user.ok_or_else(|| self.missing(field))?;
+        let login = user
+            .login
+            .clone()
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| self.missing(&format!("{field}.login")))?;
+        let is_bot = user.kind.as_deref() == Some("Bot") || login.ends_with("[bot]");
+        Ok(Actor {
+            login,
+            id: user.id,
+            is_bot,
+        })
+    }
+
+    fn sender(&self) -> Result<Actor, TriggerError> {
+        self.actor(self.payload.sender.as_ref(), "sender")
+    }
+
+    /// The issue or pull request the event is about, with the field name for errors.
+    fn thread_item(&self) -> Result<(&Issue, ThreadKind, &'static str), TriggerError> {
+        if let Some(issue) = &self.payload.issue {
+            let kind = if issue.pull_request.as_ref().is_some_and(|v| !v.is_null()) {
+                ThreadKind::PullRequest
+            } else {
+                ThreadKind::Issue
+            };
+            return Ok((issue, kind, "issue"));
+        }
+        if let Some(pr) = &self.payload.pull_request {
+            return Ok((pr, ThreadKind::PullRequest, "pull_request"));
+        }
+        let field = if self.event_name.starts_with("pull_request") {
+            "pull_request"
+        } else {
+            "issue"
+        };
+        Err(self.missing(field))
+    }
+
+    fn thread(&self) -> Result<(ThreadRef, &Issue), TriggerError> {
+        let (item, kind, field) = self.thread_item()?;
+        let number = item
+            .number
+            .ok_or_else(|| self.missing(&format!("{field}.number")))?;
+        Ok((ThreadRef { kind, number }, item))
+    }
+
+    fn trigger(
+        &self,
+        thread: Option<ThreadRef>,
+        actor: Actor,
+        request: Request,
+    ) -> Result<Trigger, TriggerError> {
+        Ok(Trigger {
+            forge: ForgeKind::GitHub,
+            repo: self.repo()?,
+            thread,
+            actor,
+            request,
+            comment: None,
+            event: self.event(),
+            project_id: None,
+            api_url: None,
+        })
+    }
+
+    fn start(item: &Issue) -> Request {
+        Request::Start {
+            title: item.title.clone().unwrap_or_default(),
+            body: item.body.clone().unwrap_or_default(),
+        }
+    }
+
+    fn opened(&self, noun: &str, kind: ThreadKind) -> Result<EventOutcome, TriggerError> {
+        let (thread, item) = self.thread()?;
+        let labeled = item.labels.iter().any(|l| {
+            l.name
+                .as_deref()
+                .is_some_and(|n| self.rules.is_trigger_label(n))
+        });
+        let mentioned = item
+            .body
+            .as_deref()
+            .is_some_and(|b| mentions(b, &self.rules.handle));
+        let automatic = kind == ThreadKind::Issue && self.rules.start_on_opened;
+        if !(automatic || labeled || mentioned) {
+            return Ok(EventOutcome::ignored(format!(
+                "the new {noun} neither carries the `{}` label nor mentions @{}",
+                self.rules.label,
+                self.rules.handle.trim_start_matches('@')
+            )));
+        }
+        let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
+        Ok(EventOutcome::run(trigger))
+    }
+
+    fn labeled(&self) -> Result<EventOutcome, TriggerError> {
+        let name = self
+            .payload
+            .label
+            .as_ref()
+            .and_then(|l| l.name.as_deref())
+            .ok_or_else(|| self.missing("label.name"))?;
+        if !self.rules.is_trigger_label(name) {
+            return Ok(EventOutcome::ignored(format!(
+                "label `{name}` is not the trigger label `{}`",
+                self.rules.label
+            )));
+        }
+        let (thread, item) = self.thread()?;
+        // The person who added the label asked for the run, not the thread's author.
+        let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
+        Ok(EventOutcome::run(trigger))
+    }
+
+    fn commented(&self) -> Result<EventOutcome, TriggerError> {
+        let (thread, _) = self.thread()?;
+        let comment = self
+            .payload
+            .comment
+            .as_ref()
+            .ok_or_else(|| self.missing("comment"))?;
+        let id = comment.id.ok_or_else(|| self.missing("comment.id"))?;
+        let body = comment.body.clone().unwrap_or_default();
+        let actor = match comment.user.as_ref() {
+            Some(user) => self.actor(Some(user), "comment.user")?,
+            None => self.sender()?,
+        };
+        let mut trigger = self.trigger(Some(thread), actor, classify_comment(&body, self.rules))?;
+        trigger.comment = Some(TriggerComment {
+            id: id.to_string(),
+            body,
+            created_at: comment.created_at,
+            updated_at: comment.updated_at,
+        });
+        Ok(EventOutcome::run(trigger))
+    }
+
+    fn dispatched(&self) -> Result<EventOutcome, TriggerError> {
+        let inputs = self.payload.inputs.clone().unwrap_or_default();
+        let issue = self.number_input(&inputs, &["issue_number", "number"])?;
+        let pull = self.number_input(&inputs, &["pull_request_number"])?;
+        let thread = match (issue, pull) {
+            (Some(number), _) => ThreadRef::issue(number),
+            (None, Some(number)) => ThreadRef {
+                kind: ThreadKind::PullRequest,
+                number,
+            },
+            (None, None) => {
+                return Err(TriggerError::MissingField {
+                    path: self.path.to_owned(),
+                    event: self.event_name.to_owned(),
+                    field: "inputs.issue_number".into(),
+                    hint: "give the workflow_dispatch trigger an `issue_number` input and pass the issue to plan".into(),
+                });
+            }
+        };
+        let command = inputs
+            .get("command")
+            .and_then(Value::as_str)
+            .and_then(|text| super::parse_commands(text).into_iter().next());
+        let request = match command {
+            Some(command) => Request::Command(command),
+            None => Request::Start {
+                title: String::new(),
+                body: String::new(),
+            },
+        };
+        let trigger = self.trigger(Some(thread), self.sender()?, request)?;
+        Ok(EventOutcome::run(trigger))
+    }
+
+    /// The first present, non-empty input among `names`, as a number or a numeric string
+    /// (`"42"`, `"#42"`).
+    fn number_input(
+        &self,
+        inputs: &serde_json::Map<String, Value>,
+        names: &[&str],
+    ) -> Result<Option<u64>, TriggerError> {
+        for name in names {
+            let bad = |shown: &str| TriggerError::BadValue {
+                path: self.path.to_owned(),
+                field: format!("inputs.{name}"),
+                problem: format!(
+                    "is {shown}; expected a positive issue or pull request number such as 42"
+                ),
+            };
+            match inputs.get(*name) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Number(n)) => {
+                    return match n.as_u64().filter(|&n| n > 0) {
+                        Some(n) => Ok(Some(n)),
+                        None => Err(bad(&n.to_string())),
+                    };
+                }
+                Some(Value::String(s)) if s.trim().is_empty() => continue,
+                Some(Value::String(s)) => {
+                    let digits = s.trim().trim_start_matches('#');
+                    return match digits.parse::<u64>().ok().filter(|&n| n > 0) {
+                        Some(n) => Ok(Some(n)),
+                        None => Err(bad(&format!("`{s}`"))),
+                    };
+                }
+                Some(other) => return Err(bad(&other.to_string())),
+            }
+        }
+        Ok(None)
+    }
+
+    fn sweep(&self) -> Result<EventOutcome, TriggerError> {
+        let actor = self.sender().unwrap_or_else(|_| Actor {
+            login: "schedule".into(),
+            id: None,
+            is_bot: false,
+        });
+        let repo = self
+            .payload
+            .repository
+            .as_ref()
+            .and_then(|r| r.full_name.clone())
+            .unwrap_or_default();
+        Ok(EventOutcome::run(Trigger {
+            forge: ForgeKind::GitHub,
+            repo,
+            thread: None,
+            actor,
+            request: Request::Sweep,
+            comment: None,
+            event: "schedule".into(),
+            project_id: None,
+            api_url: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trigger::Command;
+
+    fn parse(event: &str, json: &str) -> Result<EventOutcome, TriggerError> {
+        from_actions_explained(
+            event,
+            json,
+            Path::new("/tmp/event.json"),
+            &StartRules::default(),
+        )
+    }
+
+    fn run(event: &str, json: &str) -> Trigger {
+        match parse(event, json).unwrap() {
+            EventOutcome::Run(t) => *t,
+            other => panic!("expected a run, got {other:?}"),
+        }
+    }
+
+    const REPO: &str =
+        r#""repository":{"full_name":"o/r"},"sender":{"login":"alice","id":1,"type":"User"}"#;
+
+    #[test]
+    fn comment_on_a_pull_request_is_a_pull_request_thread() {
+        let json = format!(
+            r#"{{"action":"created","issue":{{"number":5,"pull_request":{{"url":"x"}}}},"comment":{{"id":9,"body":"/stop","user":{{"login":"bob","id":2,"type":"User"}}}},{REPO}}}"#
+        );
+        let t = run("issue_comment", &json);
+        assert_eq!(
+            t.thread,
+            Some(ThreadRef {
+                kind: ThreadKind::PullRequest,
+                number: 5
+            })
+        );
+        assert_eq!(t.actor.login, "bob");
+        assert_eq!(t.request, Request::Command(Command::Stop));
+        assert_eq!(t.comment.unwrap().id, "9");
+    }
+
+    #[test]
+    fn bot_comments_are_marked_as_bots() {
+        let json = format!(
+            r#"{{"action":"created","issue":{{"number":5}},"comment":{{"id":9,"body":"hi","user":{{"login":"renovate[bot]","type":"Bot"}}}},{REPO}}}"#
+        );
+        assert!(run("issue_comment", &json).actor.is_bot);
+    }
+
+    #[test]
+    fn dispatch_number_as_string_or_number() {
+        for inputs in [
+            r#"{"issue_number":"42"}"#,
+            r#"{"number":42}"#,
+            r##"{"issue_number":" #42 "}"##,
+        ] {
+            let json = format!(r#"{{"inputs":{inputs},{REPO}}}"#);
+            assert_eq!(
+                run("workflow_dispatch", &json).thread,
+                Some(ThreadRef::issue(42))
+            );
+        }
+    }
+
+    #[test]
+    fn dispatch_with_a_command_input() {
+        let json =
+            format!(r#"{{"inputs":{{"issue_number":"3","command":"/replan actions"}},{REPO}}}"#);
+        assert_eq!(
+            run("workflow_dispatch", &json).request,
+            Request::Command(Command::Replan {
+                phase: Some(crate::trigger::ReplanScope::Actions),
+                reason: None
+            })
+        );
+    }
+
+    #[test]
+    fn dispatch_with_a_bad_number_names_the_input() {
+        let json = format!(r#"{{"inputs":{{"issue_number":"abc"}},{REPO}}}"#);
+        let err = parse("workflow_dispatch", &json).unwrap_err().to_string();
+        assert!(
+            err.contains("inputs.issue_number") && err.contains("`abc`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn other_labels_and_edits_are_ignored_with_a_reason() {
+        let json = format!(
+            r#"{{"action":"labeled","label":{{"name":"bug"}},"issue":{{"number":1}},{REPO}}}"#
+        );
+        assert_eq!(
+            parse("issues", &json).unwrap(),
+            EventOutcome::ignored("label `bug` is not the trigger label `replan`")
+        );
+        let json = format!(r#"{{"action":"edited","issue":{{"number":1}},{REPO}}}"#);
+        assert!(
+            matches!(parse("issue_comment", &json).unwrap(), EventOutcome::Ignored { reason } if reason.contains("edited"))
+        );
+    }
+
+    #[test]
+    fn pull_request_opened_needs_the_label_or_a_mention() {
+        let plain =
+            format!(r#"{{"action":"opened","pull_request":{{"number":7,"body":"fix"}},{REPO}}}"#);
+        assert!(matches!(
+            parse("pull_request", &plain).unwrap(),
+            EventOutcome::Ignored { .. }
+        ));
+        let labeled = format!(
+            r#"{{"action":"opened","pull_request":{{"number":7,"body":null,"labels":[{{"name":"Replan"}}]}},{REPO}}}"#
+        );
+        let t = run("pull_request", &labeled);
+        assert_eq!(t.thread.unwrap().kind, ThreadKind::PullRequest);
+        let synced = format!(r#"{{"action":"synchronize","pull_request":{{"number":7}},{REPO}}}"#);
+        assert!(matches!(
+            parse("pull_request", &synced).unwrap(),
+            EventOutcome::Ignored { .. }
+        ));
+    }
+
+    #[test]
+    fn schedule_needs_no_payload() {
+        let t = run("schedule", "");
+        assert_eq!(t.request, Request::Sweep);
+        assert_eq!(t.thread, None);
+        let t = run(
+            "schedule",
+            r#"{"schedule":"*/15 * * * *","repository":{"full_name":"o/r"}}"#,
+        );
+        assert_eq!(t.repo, "o/r");
+    }
+
+    #[test]
+    fn missing_number_is_named() {
+        let json = format!(r#"{{"action":"opened","issue":{{"title":"t"}},{REPO}}}"#);
+        let err = parse("issues", &json).unwrap_err().to_string();
+        assert!(
+            err.contains("`issue.number`") && err.contains("/tmp/event.json"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wrong_type_reports_line_and_column() {
+        let err = parse(
+            "issues",
+            "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": \"one\"}\n}",
+        )
+        .unwrap_err();
+        match err {
+            TriggerError::InvalidJson { line, .. } => assert_eq!(line, 3),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! Secret redaction for everything Replan posts or logs (SPEC F2).
+//!
+//! Two sources of secrets: values we know (config keys, tokens from the environment) and token
+//! shapes we recognise (GitHub, GitLab, OpenAI, Anthropic, bearer and `Authorization` headers).
+//! All matches are collected on the original text, overlapping ones merged, and each merged
+//! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
+
+use regex::Regex;
+use std::borrow::Cow;
+use std::io::{self, Write};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use tracing_subscriber::fmt::MakeWriter;
+
+pub const MASK: &str = "***";
+
+/// Shorter known values are not treated as secrets: masking `true` or `main` everywhere would
+/// make logs unreadable and such values protect nothing.
+pub const MIN_SECRET_LEN: usize = 6;
+
+/// Token shapes. When a pattern has a group named `s`, only that group is the secret (the
+/// header name around it stays readable).
+static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
+        r"gh[pousr]_[A-Za-z0-9_]{20,}",
+        r"github_pat_[A-Za-z0-9_]{20,}",
+        // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
+        r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
+        r"GR1348941[A-Za-z0-9_\-]{16,}",
+        // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
+        // and `risk-...` words out.
+        r"\bsk-ant-[A-Za-z0-9_\-]{16,}",
+        r"\bsk-[A-Za-z0-9_\-]{16,}",
+        r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
+        r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
+        r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
+    ]
+    .iter()
+    .map(|p| Regex::new(p).expect("valid redaction pattern"))
+    .collect()
+});
+
+/// Redacts known secret values and recognised token shapes.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Longest first, each line of a multi-line value included separately.
+    known: Vec<String>,
+}
+
+impl Redactor {
+    /// Builds a redactor from known secret values. Empty and short values are skipped
+    /// (see [`MIN_SECRET_LEN`]); multi-line values are also masked line by line.
+    pub fn new<I, S>(secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut known = Vec::new();
+        for secret in secrets {
+            let secret = secret.as_ref();
+            let candidates = std::iter::once(secret).chain(secret.lines().map(str::trim));
+            for value in candidates {
+                if value.trim().chars().count() >= MIN_SECRET_LEN
+                    && !known.iter().any(|k| k == value)
+                {
+                    known.push(value.to_owned());
+                }
+            }
+        }
+        known.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        Redactor { known }
+    }
+
+    /// The known values (for tests and `--explain`-style output, never for logs).
+    pub fn known_values(&self) -> &[String] {
+        &self.known
+    }
+
+    /// This redactor plus more known values (e.g. keys learned once the config is loaded).
+    pub fn with_more<I, S>(&self, secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mine = self.known.iter().map(String::as_str);
+        let more: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        Redactor::new(mine.chain(more.iter().map(String::as_str)))
+    }
+
+    /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut current = Cow::Borrowed(text);
+        // A mask can join the text around it into a secret again (a secret containing `***`);
+        // repeating until nothing changes rules that out. Passes shorten the text; the cap is
+        // a guard, never reached in practice.
+        for _ in 0..16 {
+            let spans = self.secret_spans(&current);
+            if spans.is_empty() {
+                return current;
+            }
+            let mut out = String::with_capacity(current.len());
+            let mut last = 0;
+            for (start, end) in spans {
+                out.push_str(&current[last..start]);
+                out.push_str(MASK);
+                last = end;
+            }
+            out.push_str(&current[last..]);
+            if out == *current {
+                return current;
+            }
+            current = Cow::Owned(out);
+        }
+        current
+    }
+
+    /// Byte ranges of secrets, sorted and merged.
+    fn secret_spans(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        for secret in &self.known {
+            // Overlapping occurrences too (`aaaa` in `aaaaa`): step one character at a time.
+            let mut from = 0;
+            while let Some(found) = text[from..].find(secret.as_str()) {
+                let start = from + found;
+                spans.push((start, start + secret.len()));
+                from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+        for pattern in PATTERNS.iter() {
+            for caps in pattern.captures_iter(text) {
+                let m = caps
+                    .name("s")
+                    .unwrap_or_else(|| caps.get(0).expect("group 0"));
+                let trimmed = m.as_str().trim_end();
+                if !trimmed.is_empty() && trimmed != MASK {
+                    spans.push((m.start(), m.start() + trimmed.len()));
+                }
+            }
+        }
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        merged
+    }
+
+    /// `::add-mask::VALUE` workflow commands for GitHub Actions, one per known value and line,
+    /// with the workflow-command escaping (`%`, CR, LF) the runner undoes.
+    pub fn mask_commands(&self) -> Vec<String> {
+        self.known
+            .iter()
+            .filter(|value| !value.contains(['\n', '\r']))
+            .map(|value| {
+                let escaped = value
+                    .replace('%', "%25")
+                    .replace('\r', "%0D")
+                    .replace('\n', "%0A");
+                format!("::add-mask::{escaped}")
+            })
+            .collect()
+    }
+}
+
+/// A redactor shared between the log writer and the code that learns secrets later: logging
+/// starts before the config (and its keys) is loaded, so the set can grow.
+#[derive(Debug, Clone, Default)]
+pub struct SharedRedactor(Arc<RwLock<Redactor>>);
+
+impl SharedRedactor {
+    pub fn new(redactor: Redactor) -> Self {
+        SharedRedactor(Arc::new(RwLock::new(redactor)))
+    }
+
+    /// Adds known secret values; every log line written afterwards masks them.
+    pub fn add_secrets<I, S>(&self, secrets: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut guard = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        *guard = guard.with_more(secrets);
+    }
+
+    /// A snapshot, for redacting text that is posted rather than logged.
+    pub fn current(&self) -> Redactor {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .redact(text)
+            .into_owned()
+    }
+}
+
+impl From<Redactor> for SharedRedactor {
+    fn from(redactor: Redactor) -> Self {
+        SharedRedactor::new(redactor)
+    }
+}
+
+/// A `tracing_subscriber` [`MakeWriter`] that redacts every log line before it reaches the
+/// wrapped writer. Install it first thing in `main`:
+///
+/// ```text
+/// let secrets = SharedRedactor::new(Redactor::new(env_tokens));
+/// tracing_subscriber::fmt().with_writer(RedactingWriter::new(std::io::stderr, secrets.clone())).init();
+/// // later, once the config is loaded:
+/// secrets.add_secrets(config_keys);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedactingWriter<M> {
+    inner: M,
+    redactor: SharedRedactor,
+}
+
+impl<M> RedactingWriter<M> {
+    pub fn new(inner: M, redactor: impl Into<SharedRedactor>) -> Self {
+        RedactingWriter {
+            inner,
+            redactor: redactor.into(),
+        }
+    }
+}
+
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for RedactingWriter<M> {
+    type Writer = RedactingLineWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingLineWriter::new(self.inner.make_writer(), self.redactor.clone())
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        RedactingLineWriter::new(self.inner.make_writer_for(meta), self.redactor.clone())
+    }
+}
+
+/// Buffers bytes until a line is complete (or the writer is flushed or dropped), so a secret
+/// split across two `write` calls is still seen whole.
+pub struct RedactingLineWriter<W: Write> {
+    inner: W,
+    redactor: SharedRedactor,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> RedactingLineWriter<W> {
+    pub fn new(inner: W, redactor: impl Into<SharedRedactor>) -> Self {
+        RedactingLineWriter {
+            inner,
+            redactor: redactor.into(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        let redacted = self.redactor.redact(&text);
+        self.inner.write_all(redacted.as_bytes())
+    }
+
+    fn emit_complete_lines(&mut self) -> io::Result<()> {
+        if let Some(last_newline) = self.pending.iter().rposition(|&b| b == b'\n') {
+            let rest = self.pending.split_off(last_newline + 1);
+            let complete = std::mem::replace(&mut self.pending, rest);
+            self.emit(&complete)?;
+        }
+        Ok(())
+    }
+
+    fn emit_everything(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            let all = std::mem::take(&mut self.pending);
+            self.emit(&all)?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for RedactingLineWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.emit_complete_lines()?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.emit_everything()?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for RedactingLineWriter<W> {
+    fn drop(&mut self) {
+        // Nowhere to report a failed log write from a destructor; losing the tail of a log
+        // line is better than panicking.
+        let _ = self.emit_everything();
+        let _ = self.inner.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn redact(text: &str) -> String {
+        Redactor::default().redact(text).into_owned()
+    }
+
+    #[test]
+    fn token_shapes_are_masked() {
+        let cases = [
+            (
+                "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 end",
+                "token *** end",
+            ),
+            (
+                "GH_TOKEN=ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+                "GH_TOKEN=***",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "***",
+            ),
+            ("glpat-xxxxxxxxxxxxxxxxxxxx.01.0y1234567", "***"),
+            (
+                "CI_JOB_TOKEN=glcbt-64_abcdefghijklmnopqrstu",
+                "CI_JOB_TOKEN=***",
+            ),
+            ("GR1348941abcdefghijklmnopqrst", "***"),
+            ("key sk-proj-abcdefghijklmnopqrstuvwxyzABCD", "key ***"),
+            ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz-AA", "***"),
+            (
+                "Authorization: Bearer abc.def.ghi-jkl",
+                "Authorization: ***",
+            ),
+            (
+                "curl -H 'authorization: token xyz123456'",
+                "curl -H 'authorization: ***",
+            ),
+            (
+                "sent Bearer eyJhbGciOiJIUzI1NiJ9.payload",
+                "sent Bearer ***",
+            ),
+            (
+                "PRIVATE-TOKEN: glpat-abc PRIVATE-TOKEN: abcdef123",
+                "PRIVATE-TOKEN: *** PRIVATE-TOKEN: ***",
+            ),
+            (
+                r#"{"x-api-key": "sk-ant-zzzzzzzzzzzzzzzzzzzz"}"#,
+                r#"{"x-api-key": "***"}"#,
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact(input), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn ordinary_words_are_left_alone() {
+        let text = "the task-decomposition-and-planning step has a bearer of news; risk-assessment-document";
+        assert!(matches!(Redactor::default().redact(text), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn known_values_are_masked_even_when_overlapping() {
+        let r = Redactor::new(["abc123secret", "secret999xyz", "", "tiny"]);
+        assert_eq!(r.redact("x abc123secret999xyz y").as_ref(), "x *** y");
+        assert_eq!(r.redact("tiny is fine").as_ref(), "tiny is fine");
+    }
+
+    #[test]
+    fn a_mask_cannot_reassemble_a_secret() {
+        let r = Redactor::new(["ab***cd"]);
+        let out = r.redact("aab***cdd");
+        assert!(!out.contains("ab***cd"), "{out}");
+    }
+
+    #[test]
+    fn multi_line_values_are_masked_per_line() {
+        let pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----";
+        let r = Redactor::new([pem]);
+        assert_eq!(
+            r.redact("line MIIEvQIBADANBgkqhkiG9w0BAQEFAASC").as_ref(),
+            "line ***"
+        );
+        let commands = r.mask_commands();
+        assert!(commands.contains(&"::add-mask::MIIEvQIBADANBgkqhkiG9w0BAQEFAASC".to_owned()));
+        assert!(commands.iter().all(|c| !c.contains('\n')));
+    }
+
+    #[test]
+    fn mask_commands_escape_percent() {
+        let r = Redactor::new(["p%40ssw0rd"]);
+        assert_eq!(r.mask_commands(), ["::add-mask::p%2540ssw0rd"]);
+    }
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_secret_split_across_writes_is_still_masked() {
+        let buffer = Buffer::default();
+        let mut writer =
+            RedactingLineWriter::new(buffer.clone(), Redactor::new(["hunter22secret"]));
+        writer.write_all(b"pass=hunter2").unwrap();
+        writer.write_all(b"2secret\nnext ").unwrap();
+        drop(writer);
+        assert_eq!(
+            String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap(),
+            "pass=***\nnext "
+        );
+    }
+
+    #[test]
+    fn a_real_tracing_subscriber_never_writes_the_secret() {
+        let buffer = Buffer::default();
+        let sink = buffer.clone();
+        let secrets = SharedRedactor::new(Redactor::new(["s3cr3t-config-key"]));
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(RedactingWriter::new(move || sink.clone(), secrets.clone()))
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(
+                key = "s3cr3t-config-key",
+                "calling the API with ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+            );
+            tracing::warn!("header was Authorization: Bearer abcdefgh12345");
+            secrets.add_secrets(["late-loaded-key-42"]);
+            tracing::error!("config said late-loaded-key-42");
+        });
+        let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("calling the API with ***"), "{logged}");
+        assert!(
+            logged.contains("key=***") || logged.contains("key=\"***\""),
+            "{logged}"
+        );
+        assert!(logged.contains("WARN"), "{logged}");
+        assert!(logged.contains("config said ***"), "{logged}");
+        for secret in [
+            "s3cr3t-config-key",
+            "ghp_",
+            "abcdefgh12345",
+            "late-loaded-key-42",
+        ] {
+            assert!(!logged.contains(secret), "{secret} leaked: {logged}");
+        }
+    }
+}

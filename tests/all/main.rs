@@ -1,0 +1,7 @@
+//! One integration-test binary for the whole crate (see ARCHITECTURE.md): one link, shared support.
+
+mod support;
+
+mod config;
+mod harness;
+mod trigger;

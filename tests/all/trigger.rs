@@ -1,0 +1,487 @@
+//! Real event payloads through the public trigger API, and properties of the parsers.
+
+use proptest::prelude::*;
+use replan::trigger::github_event::load_actions_event;
+use replan::trigger::sanitize::is_invisible;
+use replan::trigger::{
+    Command, EventOutcome, ForgeKind, Redactor, ReplanScope, Request, StartRules, ThreadKind,
+    ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained, from_gitlab,
+    parse_commands, sanitize_untrusted,
+};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+fn fixture_dir(forge: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(forge)
+}
+
+fn fixture_names(forge: &str) -> BTreeSet<String> {
+    std::fs::read_dir(fixture_dir(forge))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect()
+}
+
+/// The Actions event name is the file name up to the first dot.
+fn github(name: &str, rules: &StartRules) -> Result<EventOutcome, TriggerError> {
+    let event = name.split('.').next().unwrap();
+    load_actions_event(event, &fixture_dir("github-events").join(name), rules)
+}
+
+fn run(outcome: Result<EventOutcome, TriggerError>) -> Trigger {
+    match outcome {
+        Ok(EventOutcome::Run(trigger)) => *trigger,
+        other => panic!("expected a run, got {other:?}"),
+    }
+}
+
+fn start(title: &str, body: &str) -> Request {
+    Request::Start {
+        title: title.into(),
+        body: body.into(),
+    }
+}
+
+const README_ISSUE_BODY: &str = "It looks like you accidently spelled 'commit' with two 't's.";
+
+#[test]
+fn every_github_fixture_has_an_expectation() {
+    let rules = StartRules::default();
+    let mut checked = BTreeSet::new();
+    let mut check = |name: &str, f: &dyn Fn(Result<EventOutcome, TriggerError>)| {
+        f(github(name, &rules));
+        checked.insert(name.to_owned());
+    };
+
+    check("issues.opened.15.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.forge, ForgeKind::GitHub);
+        assert_eq!(t.repo, "Codertocat/Hello-World");
+        assert_eq!(t.thread, Some(ThreadRef::issue(1)));
+        assert_eq!(t.actor.login, "Codertocat");
+        assert_eq!(t.actor.id, Some(21031067));
+        assert!(!t.actor.is_bot);
+        assert_eq!(
+            t.request,
+            start("Spelling error in the README file", README_ISSUE_BODY)
+        );
+        assert_eq!(t.event, "issues.opened");
+        assert_eq!(t.comment, None);
+    });
+    check("issues.labeled.9.json", &|o| match o {
+        Ok(EventOutcome::Ignored { reason }) => {
+            assert_eq!(reason, "label `bug` is not the trigger label `replan`")
+        }
+        other => panic!("{other:?}"),
+    });
+    for name in [
+        "issue_comment.created.0.json",
+        "issue_comment.created.1.json",
+    ] {
+        check(name, &|o| {
+            let t = run(o);
+            assert_eq!(t.thread, Some(ThreadRef::issue(1)));
+            assert_eq!(t.actor.login, "Codertocat");
+            let text = "You are totally right! I'll get this fixed right away.";
+            assert_eq!(t.request, Request::Answer { text: text.into() });
+            let comment = t.comment.unwrap();
+            assert_eq!(comment.id, "492700400");
+            assert_eq!(comment.body, text);
+            assert_eq!(
+                comment.updated_at,
+                Some("2019-05-15T15:20:21Z".parse().unwrap())
+            );
+        });
+    }
+    check("pull_request_review_comment.created.0.json", &|o| {
+        let t = run(o);
+        assert_eq!(
+            t.thread,
+            Some(ThreadRef {
+                kind: ThreadKind::PullRequest,
+                number: 2
+            })
+        );
+        assert_eq!(t.actor.login, "Codertocat");
+        assert_eq!(
+            t.request,
+            Request::Answer {
+                text: "Maybe you should use more emoji on this line.".into()
+            }
+        );
+        assert_eq!(t.comment.unwrap().id, "284312630");
+    });
+    check("pull_request.labeled.0.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.thread.unwrap().kind, ThreadKind::PullRequest);
+        assert_eq!(t.thread.unwrap().number, 2);
+        assert_eq!(
+            t.request,
+            start(
+                "Update the README with new information.",
+                "This is a pretty simple change that we need to pull into master."
+            )
+        );
+    });
+    check("workflow_dispatch.issue_number.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.repo, "octo-org/octo-repo");
+        assert_eq!(t.thread, Some(ThreadRef::issue(42)));
+        assert_eq!(t.actor.login, "octocat");
+        assert_eq!(t.request, start("", ""));
+    });
+    check("workflow_dispatch.event.0.json", &|o| {
+        let message = o.unwrap_err().to_string();
+        assert!(message.contains("inputs.issue_number"), "{message}");
+        assert!(
+            message.contains("workflow_dispatch.event.0.json"),
+            "{message}"
+        );
+    });
+
+    assert_eq!(
+        checked,
+        fixture_names("github-events"),
+        "fixtures without expectations"
+    );
+}
+
+#[test]
+fn the_configured_label_starts_a_cycle_and_the_labeler_is_the_actor() {
+    let rules = StartRules {
+        label: "BUG".into(),
+        ..StartRules::default()
+    };
+    let t = run(github("issues.labeled.9.json", &rules));
+    assert_eq!(t.thread, Some(ThreadRef::issue(1)));
+    assert_eq!(t.actor.login, "Codertocat");
+    assert_eq!(
+        t.request,
+        start("Spelling error in the README file", README_ISSUE_BODY)
+    );
+}
+
+#[test]
+fn a_comment_with_a_command_in_a_real_payload() {
+    let path = fixture_dir("github-events").join("issue_comment.created.0.json");
+    let mut payload: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    payload["comment"]["body"] =
+        "> /approve\n\n/replan tasks the tests are flaky\n```\n/stop\n```".into();
+    let t = from_actions(
+        "issue_comment",
+        &payload.to_string(),
+        &path,
+        &StartRules::default(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        t.request,
+        Request::Command(Command::Replan {
+            phase: Some(ReplanScope::Tasks),
+            reason: Some("the tests are flaky".into())
+        })
+    );
+}
+
+#[test]
+fn invalid_payload_names_the_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("event.json");
+    std::fs::write(
+        &path,
+        "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": 1,}\n}",
+    )
+    .unwrap();
+    let err = load_actions_event("issues", &path, &StartRules::default()).unwrap_err();
+    match &err {
+        TriggerError::InvalidJson { path: p, line, .. } => {
+            assert_eq!(p, &path);
+            assert_eq!(*line, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("line 3, column"), "{message}");
+}
+
+#[test]
+fn missing_payload_file_names_the_file_and_the_variable() {
+    let message = load_actions_event(
+        "issues",
+        Path::new("/nonexistent/event.json"),
+        &StartRules::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("/nonexistent/event.json") && message.contains("GITHUB_EVENT_PATH"),
+        "{message}"
+    );
+}
+
+#[test]
+fn unknown_event_is_ignored_with_a_reason() {
+    let path = Path::new("event.json");
+    let rules = StartRules::default();
+    assert_eq!(from_actions("push", "{}", path, &rules).unwrap(), None);
+    match from_actions_explained("push", "{}", path, &rules).unwrap() {
+        EventOutcome::Ignored { reason } => assert!(reason.contains("`push`"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn gitlab_vars(payload: Option<&Path>, with_project_path: bool) -> HashMap<String, String> {
+    let mut vars = HashMap::from([
+        ("GITLAB_CI".to_owned(), "true".to_owned()),
+        (
+            "CI_API_V4_URL".to_owned(),
+            "https://gitlab.example.com/api/v4".to_owned(),
+        ),
+        ("CI_PROJECT_ID".to_owned(), "5".to_owned()),
+        ("CI_PIPELINE_SOURCE".to_owned(), "trigger".to_owned()),
+        (
+            "GITLAB_USER_LOGIN".to_owned(),
+            "trigger-token-owner".to_owned(),
+        ),
+    ]);
+    if with_project_path {
+        vars.insert("CI_PROJECT_PATH".into(), "gitlab-org/gitlab-test".into());
+    }
+    if let Some(path) = payload {
+        vars.insert("TRIGGER_PAYLOAD".into(), path.display().to_string());
+    }
+    vars
+}
+
+fn gitlab(name: &str, with_project_path: bool) -> Trigger {
+    let path = fixture_dir("gitlab-events").join(name);
+    run(from_gitlab(
+        &gitlab_vars(Some(&path), with_project_path),
+        &StartRules::default(),
+    ))
+}
+
+#[test]
+fn every_gitlab_fixture_has_an_expectation() {
+    let mut checked = BTreeSet::new();
+
+    let t = gitlab("issue_hook.open.json", false);
+    assert_eq!(t.forge, ForgeKind::GitLab);
+    assert_eq!(
+        t.repo, "gitlabhq/gitlab-test",
+        "the payload's project path when CI has none"
+    );
+    assert_eq!(t.thread, Some(ThreadRef::issue(23)));
+    assert_eq!(t.actor.login, "root");
+    assert_eq!(t.actor.id, Some(1));
+    assert_eq!(
+        t.request,
+        start(
+            "New API: create/update/delete file",
+            "Create new API for manipulations with repository"
+        )
+    );
+    assert_eq!(
+        t.api_url.as_deref(),
+        Some("https://gitlab.example.com/api/v4")
+    );
+    checked.insert("issue_hook.open.json");
+
+    let t = gitlab("issue_hook.labeled.json", true);
+    assert_eq!(t.repo, "gitlab-org/gitlab-test");
+    assert_eq!(t.thread, Some(ThreadRef::issue(23)));
+    assert_eq!(
+        t.actor.login, "jane",
+        "whoever added the label, not the token owner"
+    );
+    assert!(matches!(t.request, Request::Start { .. }));
+    checked.insert("issue_hook.labeled.json");
+
+    let t = gitlab("note_hook.issue.json", true);
+    assert_eq!(t.thread, Some(ThreadRef::issue(17)));
+    assert_eq!(t.actor.login, "root");
+    assert_eq!(
+        t.request,
+        Request::Command(Command::Replan {
+            phase: Some(ReplanScope::Tasks),
+            reason: Some("the tests are flaky".into())
+        })
+    );
+    let comment = t.comment.unwrap();
+    assert_eq!(comment.id, "1241");
+    assert_eq!(
+        comment.created_at,
+        Some("2015-05-17T17:06:40Z".parse().unwrap())
+    );
+    checked.insert("note_hook.issue.json");
+
+    let t = gitlab("note_hook.merge_request.json", true);
+    assert_eq!(
+        t.thread,
+        Some(ThreadRef {
+            kind: ThreadKind::MergeRequest,
+            number: 1
+        })
+    );
+    assert!(matches!(t.request, Request::Mention { .. }));
+    checked.insert("note_hook.merge_request.json");
+
+    let checked: BTreeSet<String> = checked.into_iter().map(str::to_owned).collect();
+    assert_eq!(
+        checked,
+        fixture_names("gitlab-events"),
+        "fixtures without expectations"
+    );
+}
+
+#[test]
+fn gitlab_issue_update_without_the_label_being_added_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = fixture_dir("gitlab-events").join("issue_hook.labeled.json");
+    let mut payload: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(original).unwrap()).unwrap();
+    payload["changes"]["labels"]["previous"] = payload["changes"]["labels"]["current"].clone();
+    let path = dir.path().join("payload.json");
+    std::fs::write(&path, payload.to_string()).unwrap();
+    let outcome = from_gitlab(&gitlab_vars(Some(&path), true), &StartRules::default()).unwrap();
+    assert!(
+        matches!(outcome, EventOutcome::Ignored { .. }),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn gitlab_invalid_payload_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trigger_payload");
+    std::fs::write(&path, "{\"object_kind\": \"note\",").unwrap();
+    let message = from_gitlab(&gitlab_vars(Some(&path), true), &StartRules::default())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("not valid JSON"), "{message}");
+}
+
+#[test]
+fn history_paths_follow_the_thread_kind() {
+    let mr = ThreadRef {
+        kind: ThreadKind::MergeRequest,
+        number: 4,
+    };
+    assert_eq!(
+        mr.history_path("planning_history"),
+        "planning_history/merge_requests/4.jsonl"
+    );
+    assert_eq!(
+        ThreadRef::issue(7).history_path("planning_history/"),
+        "planning_history/issues/7.jsonl"
+    );
+    assert_eq!(
+        serde_json::to_string(&ThreadKind::PullRequest).unwrap(),
+        "\"pulls\""
+    );
+}
+
+// ---- properties ----
+
+fn prose_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("/approve".to_owned()),
+        Just("/stop".to_owned()),
+        Just("/replan tasks flaky".to_owned()),
+        Just("/reject nope".to_owned()),
+        Just(String::new()),
+        // No backticks, tildes, `<` or `>`: the prose around a fence must not open code,
+        // quotes or comments of its own.
+        "[a-zA-Z0-9 /@.,!?-]{0,30}",
+    ]
+}
+
+fn code_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("/approve".to_owned()),
+        Just("  /status".to_owned()),
+        Just("/replan goal x".to_owned()),
+        Just("> /stop".to_owned()),
+        Just("``".to_owned()),
+        Just("~~".to_owned()),
+        "[ -~]{0,40}",
+    ]
+}
+
+proptest! {
+    #[test]
+    fn nothing_inside_a_fenced_block_is_a_command(
+        before in prop::collection::vec(prose_line(), 0..4),
+        marker in prop_oneof![Just('`'), Just('~')],
+        len in 3usize..6,
+        indent in "[ ]{0,3}",
+        info in "[a-z]{0,6}",
+        inside in prop::collection::vec(code_line(), 0..6),
+        closed in any::<bool>(),
+        after in prop::collection::vec(prose_line(), 0..4),
+    ) {
+        let fence: String = std::iter::repeat_n(marker, len).collect();
+        // A line made only of enough fence characters would close the block early.
+        let inside: Vec<String> = inside
+            .into_iter()
+            .filter(|line| {
+                let t = line.trim();
+                let run = t.chars().take_while(|&c| c == marker).count();
+                !(run >= len && t.chars().skip(run).all(char::is_whitespace))
+            })
+            .collect();
+        let mut lines = before.clone();
+        lines.push(format!("{indent}{fence}{info}"));
+        lines.extend(inside);
+        let mut expected = parse_commands(&before.join("\n"));
+        if closed {
+            lines.push(format!("{indent}{fence}"));
+            lines.extend(after.iter().cloned());
+            expected.extend(parse_commands(&after.join("\n")));
+        }
+        prop_assert_eq!(parse_commands(&lines.join("\n")), expected);
+    }
+
+    #[test]
+    fn sanitized_text_has_no_invisible_characters(
+        pieces in prop::collection::vec(
+            prop_oneof![
+                any::<char>().prop_map(|c| c.to_string()),
+                prop::sample::select(vec!['\u{200B}', '\u{202E}', '\u{2066}', '\u{FEFF}', '\u{00AD}', '\u{E0041}', '\u{2060}', '\u{200F}']).prop_map(|c| c.to_string()),
+                Just("<!--".to_owned()),
+                Just("-->".to_owned()),
+                Just("\n```\n".to_owned()),
+                Just("<img title=\"x\" alt=\"".to_owned()),
+            ],
+            0..80,
+        )
+    ) {
+        let text: String = pieces.concat();
+        let clean = sanitize_untrusted(&text);
+        prop_assert!(!clean.chars().any(is_invisible), "{:?}", clean);
+        prop_assert!(!clean.contains("<!--"), "{:?}", clean);
+    }
+
+    #[test]
+    fn redaction_never_leaves_a_known_secret(
+        secret in "[A-Za-z0-9_-]{8,40}",
+        other in "[A-Za-z0-9_-]{8,40}",
+        a in ".{0,40}",
+        b in ".{0,40}",
+        c in ".{0,40}",
+    ) {
+        let redactor = Redactor::new([secret.clone(), other.clone()]);
+        // Overlapping the two secrets as well as placing them apart.
+        let text = format!("{a}{secret}{b}{other}{secret}{other}{c}{secret}");
+        let out = redactor.redact(&text);
+        prop_assert!(!out.contains(secret.as_str()), "{:?}", out);
+        prop_assert!(!out.contains(other.as_str()), "{:?}", out);
+    }
+}
