@@ -3,5 +3,6 @@
 mod support;
 
 mod config;
+mod engine;
 mod harness;
 mod trigger;
