@@ -137,8 +137,6 @@ pub struct SessionState {
     pub planning: Option<PlanningWork>,
     /// NEEDS_CONTINUATION verdicts per task in the current plan.
     pub continuations: BTreeMap<String, u32>,
-    /// Actions since the last reflection (periodic reflection, seed 001 §9.1 `trigger_interval`).
-    pub actions_since_reflection: u64,
     /// The end-of-execution monitoring decision (seed 000 §8) was made for the current plan.
     pub final_review_done: bool,
     /// Plan revisions made by reflection (`plan_revision`), limited by `max_revisions`.
@@ -230,10 +228,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 *replan_type,
             )
         }
-        EntryBody::Reflection { reflection, .. } => {
-            s.reflections.push(reflection.clone());
-            s.actions_since_reflection = 0;
-        }
+        EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection.clone()),
         EntryBody::ReplanDecision(d) => apply_decision(s, d),
         EntryBody::Draft {
             goal_understanding,
@@ -393,7 +388,6 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         ),
         EntryBody::Action { outcome, .. } => {
             s.actions_executed += 1;
-            s.actions_since_reflection += 1;
             if *outcome != super::entry::ActionOutcome::Ok {
                 s.action_errors += 1;
             }
@@ -641,5 +635,4 @@ fn set_plan(
     s.planning = None;
     s.final_review_done = false;
     s.completion = None;
-    s.actions_since_reflection = 0;
 }

@@ -169,7 +169,7 @@ async fn tool_loop(
             let interval = u64::from(rcfg.trigger_interval);
             let reason = if error.is_some() && rcfg.trigger_on_error {
                 Some("a tool returned an error")
-            } else if interval > 0 && batch.state.actions_since_reflection >= interval {
+            } else if interval > 0 && batch.state.actions_executed % interval == 0 {
                 Some("periodic reflection")
             } else {
                 None
@@ -215,7 +215,7 @@ async fn execution_decision(
     let prompt = cx.render(
         "decision_execution",
         &[
-            ("executed_action", &format!("{tool} (subtask {})", request.purpose.trim_start_matches("execute."))),
+            ("executed_action", &executed_action(&plan, tool, request.purpose.trim_start_matches("execute."))),
             ("execution_result", &content.chars().take(2000).collect::<String>()),
             (
                 "error_info",
@@ -249,6 +249,18 @@ async fn execution_decision(
         &mut fx.notices,
     )
     .await
+}
+
+/// "tool (subtask id: planned purpose)" — what the model needs to judge the action against.
+fn executed_action(plan: &crate::plan::Plan, tool: &str, task_id: &str) -> String {
+    let purposes: Vec<&str> = plan
+        .action_plan
+        .actions
+        .iter()
+        .filter(|a| a.task_id == task_id)
+        .map(|a| a.purpose.as_str())
+        .collect();
+    format!("{tool} (subtask {task_id}: {})", purposes.join("; "))
 }
 
 fn outcome_of(kind: ToolErrorKind) -> ActionOutcome {
