@@ -60,6 +60,11 @@ pub async fn judge_task(
             ("expected_outcomes", &context::bullet_list(&expected)),
             ("worker_report", report),
             ("actions", &context::bullet_list(&actions)),
+            (
+                "attempt",
+                &(batch.state.continuations.get(task_id).copied().unwrap_or(0) + 1).to_string(),
+            ),
+            ("max_attempts", &MAX_CONTINUATIONS.to_string()),
         ],
     )?;
     let verdict = match cx

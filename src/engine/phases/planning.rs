@@ -256,7 +256,11 @@ pub async fn decide_phase(
     let w = work(batch);
     let fmt = decision_format(cx, phase)?;
     let task_request = context::task_request(&batch.state);
-    let ctx_info = context::past_history(&batch.state);
+    let ctx_info = format!(
+        "{}\n\nFeedback given for this plan:\n{}",
+        context::past_history(&batch.state),
+        context::bullet_list(&w.feedback)
+    );
     let problems = context::bullet_list(&w.problems);
     let single = cx.cfg().planning.mode == crate::config::PlanningMode::SingleCall;
     let prompt = match phase {
