@@ -64,7 +64,8 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
     let decision = make_refinement_decision(&input, cfg);
     let reason = if decision.verdict == RefinementVerdict::Replan {
         let mut fb = vec![format!(
-            "Quality review (score {}): {}",
+            "Quality review (priority {}, score {}): {}",
+            decision.priority,
             verdict
                 .score
                 .map(|s| format!("{s:.0}"))

@@ -45,6 +45,19 @@ impl FirstMatch {
         })
     }
 
+    /// Base steps with `steps` in front.
+    pub fn with_steps(steps: Vec<Step>) -> Arc<Self> {
+        let mut scenario = Scenario::from_yaml(BASE).expect("base scenario");
+        let mut all = steps;
+        all.extend(scenario.steps);
+        scenario.steps = all;
+        scenario.mode = ScenarioMode::Matched;
+        Arc::new(FirstMatch {
+            scenario,
+            requests: Mutex::new(vec![]),
+        })
+    }
+
     pub fn from_file(name: &str) -> Arc<Self> {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/scenarios")
@@ -272,6 +285,23 @@ impl Thread {
 
     pub fn advance(&mut self, minutes: i64) {
         self.now += Duration::minutes(minutes);
+    }
+}
+
+/// The base scenario's plan reply (two notes), for tests that vary it.
+pub fn base_plan_reply() -> String {
+    Scenario::from_yaml(BASE).unwrap().steps[0].reply.clone().unwrap()
+}
+
+/// A step answering requests whose purpose starts with `purpose` (and contain `contains`).
+pub fn reply(purpose: &str, contains: Option<&str>, text: &str) -> Step {
+    Step {
+        when: Some(replan::llm::scenario::When {
+            purpose: Some(purpose.into()),
+            contains: contains.map(str::to_string),
+        }),
+        reply: Some(text.into()),
+        ..Step::default()
     }
 }
 
