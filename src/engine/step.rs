@@ -42,6 +42,9 @@ pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Ste
         Some(Pending::Approval { .. }) => return Step::Finish(RunStatus::WaitingForApproval),
         None => {}
     }
+    if let Some(work) = &state.planning {
+        return planning_step(work, cfg);
+    }
     if let Some(completion) = &state.completion {
         let status = if completion.status.as_deref() == Some("requires_human_intervention") {
             RunStatus::RequiresHumanIntervention
@@ -49,9 +52,6 @@ pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Ste
             RunStatus::Completed
         };
         return Step::Finish(status);
-    }
-    if let Some(work) = &state.planning {
-        return planning_step(work, cfg);
     }
     let Some(plan) = &state.plan else {
         return match input {
