@@ -8,6 +8,7 @@ pub mod commands;
 pub mod context;
 pub mod cycle;
 pub mod decide;
+pub mod demo;
 pub mod input;
 pub mod journal;
 pub mod judge;

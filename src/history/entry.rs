@@ -121,6 +121,8 @@ pub enum ActionOutcome {
     Timeout,
     InvalidArguments,
     Failed,
+    /// The service behind the tool was temporarily unavailable.
+    Unavailable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

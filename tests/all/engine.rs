@@ -5,6 +5,7 @@ mod fixtures;
 
 mod commands;
 mod decisions;
+mod demo;
 mod execution;
 mod planning;
 mod refinement;

@@ -10,7 +10,14 @@ use replan::report::Notice;
 async fn stop_records_and_ends_the_run_without_calling_the_model() {
     let mut thread = Thread::new();
     let llm = FirstMatch::new("");
-    let out = thread.run(llm.clone(), EngineInput::Stop { author: "bob".into() }).await;
+    let out = thread
+        .run(
+            llm.clone(),
+            EngineInput::Stop {
+                author: "bob".into(),
+            },
+        )
+        .await;
     assert_eq!(out.status, RunStatus::Stopped);
     assert_eq!(thread.types(), ["run_started", "run_finished"]);
     assert!(llm.requests().is_empty());
@@ -21,10 +28,21 @@ async fn status_answers_with_the_progress() {
     let mut thread = Thread::new();
     thread.run(FirstMatch::new(""), start()).await;
     let llm = FirstMatch::new("");
-    let out = thread.run(llm.clone(), EngineInput::Status { author: "bob".into() }).await;
+    let out = thread
+        .run(
+            llm.clone(),
+            EngineInput::Status {
+                author: "bob".into(),
+            },
+        )
+        .await;
     assert_eq!(out.status, RunStatus::Completed);
     assert!(llm.requests().is_empty());
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::Info { text } if text.contains("Plan v1: 2/2 tasks done"))));
+    assert!(
+        thread.reporter.notices().iter().any(
+            |n| matches!(n, Notice::Info { text } if text.contains("Plan v1: 2/2 tasks done"))
+        )
+    );
 }
 
 #[tokio::test]
@@ -43,9 +61,20 @@ async fn replan_command_replans_from_the_named_phase_with_the_reason_as_feedback
         )
         .await;
     assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 2));
-    let planning = llm.requests().into_iter().find(|r| r.purpose == "planning").unwrap();
+    let planning = llm
+        .requests()
+        .into_iter()
+        .find(|r| r.purpose == "planning")
+        .unwrap();
     assert!(planning.messages[0].content.contains("add a third note"));
-    assert!(thread.bodies().any(|b| matches!(b, EntryBody::Revision { replan_type: ReplanType::TaskRedecomposition, trigger: Some(ReplanTrigger::HumanRequest), .. })));
+    assert!(thread.bodies().any(|b| matches!(
+        b,
+        EntryBody::Revision {
+            replan_type: ReplanType::TaskRedecomposition,
+            trigger: Some(ReplanTrigger::HumanRequest),
+            ..
+        }
+    )));
     // Task redecomposition clears progress (seed 000 §11.4.3): both tasks ran again.
     assert_eq!(llm.count("execute.task_1"), 2);
 }
@@ -57,8 +86,15 @@ async fn a_plan_that_stays_invalid_after_one_re_ask_needs_a_person() {
     let llm = FirstMatch::with_steps(vec![reply("planning", None, &invalid)]);
     let out = thread.run(llm.clone(), start()).await;
     assert_eq!(out.status, RunStatus::RequiresHumanIntervention);
-    let retry = llm.requests().into_iter().find(|r| r.purpose == "planning.validation_retry").expect("one re-ask");
-    assert!(retry.messages[0].content.contains("teleport"), "the problems were named");
+    let retry = llm
+        .requests()
+        .into_iter()
+        .find(|r| r.purpose == "planning.validation_retry")
+        .expect("one re-ask");
+    assert!(
+        retry.messages[0].content.contains("teleport"),
+        "the problems were named"
+    );
     assert_eq!(llm.count("planning.validation_retry"), 1);
     assert!(!thread.types().contains(&"plan"));
 }

@@ -3,8 +3,8 @@
 
 use super::fixtures::*;
 use async_trait::async_trait;
-use replan::engine::run_cycle;
 use replan::engine::journal::MemorySink;
+use replan::engine::run_cycle;
 use replan::history::entry::{EntryBody, JudgeOutcome, RunStatus};
 use replan::history::replay;
 use replan::llm::{ChatRequest, ChatResponse, Llm, LlmError};
@@ -43,22 +43,50 @@ async fn needs_continuation_runs_the_same_subtask_again() {
             ("task_2".to_string(), JudgeOutcome::Done),
         ]
     );
-    let second = llm.requests().into_iter().filter(|r| r.purpose == "execute.task_1").nth(2).unwrap();
+    let second = llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.purpose == "execute.task_1")
+        .nth(2)
+        .unwrap();
     assert!(second.messages[0].content.contains("continuation #1"));
 }
 
 #[tokio::test]
 async fn continuation_is_bounded_and_ends_blocked_until_resume() {
     let mut thread = Thread::new();
-    let steps = || vec![reply("judge", Some("`task_2`"), r#"{"success": false, "shouldContinue": true, "reason": "still half done"}"#)];
+    let steps = || {
+        vec![reply(
+            "judge",
+            Some("`task_2`"),
+            r#"{"success": false, "shouldContinue": true, "reason": "still half done"}"#,
+        )]
+    };
     let out = thread.run(FirstMatch::with_steps(steps()), start()).await;
     assert_eq!(out.status, RunStatus::Blocked);
     assert_eq!(thread.state().task_state("task_2"), TaskState::Blocked);
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::HumanNeeded { reason, .. } if reason.contains("task_2"))));
+    assert!(
+        thread
+            .reporter
+            .notices()
+            .iter()
+            .any(|n| matches!(n, Notice::HumanNeeded { reason, .. } if reason.contains("task_2")))
+    );
 
     let llm = FirstMatch::new("");
-    let out = thread.run(llm.clone(), replan::engine::EngineInput::Resume { author: "bob".into() }).await;
-    assert_eq!(out.status, RunStatus::Completed, "the resumed task finished");
+    let out = thread
+        .run(
+            llm.clone(),
+            replan::engine::EngineInput::Resume {
+                author: "bob".into(),
+            },
+        )
+        .await;
+    assert_eq!(
+        out.status,
+        RunStatus::Completed,
+        "the resumed task finished"
+    );
     assert!(thread.bodies().any(|b| matches!(b, EntryBody::TaskState { task_id, state: TaskState::Ready, note: Some(n), .. } if task_id == "task_2" && n.contains("resumed by @bob"))));
     assert!(llm.count("execute.task_2") > 0);
     assert_eq!(llm.count("execute.task_1"), 0, "done work is not repeated");
@@ -80,13 +108,23 @@ async fn a_replan_verdict_splits_the_task_and_rewires_its_dependents() {
     assert_eq!(info.replaced_by, ["task_1_1", "task_1_2", "task_1_3"]);
     assert_eq!(info.replan_reason.as_deref(), Some("too big"));
     let child = state.tasks["task_1_2"].replanning_info.clone().unwrap();
-    assert_eq!((child.iteration, child.original_task_id.as_deref()), (1, Some("task_1")));
+    assert_eq!(
+        (child.iteration, child.original_task_id.as_deref()),
+        (1, Some("task_1"))
+    );
     let plan = state.plan.unwrap();
     assert_eq!(plan.subtask("task_2").unwrap().dependencies, ["task_1_3"]);
-    assert_eq!((out.tasks_done, out.tasks_total), (4, 4), "the replaced task no longer counts");
+    assert_eq!(
+        (out.tasks_done, out.tasks_total),
+        (4, 4),
+        "the replaced task no longer counts"
+    );
     let checklist = thread.reporter.last_checklist();
     // The split task leaves the plan (its state stays REPLACED_BY_REPLAN); its parts are ticked.
-    assert!(checklist.contains("- [x] task_1_3: Check the line") && !checklist.contains("task_1:"), "{checklist}");
+    assert!(
+        checklist.contains("- [x] task_1_3: Check the line") && !checklist.contains("task_1:"),
+        "{checklist}"
+    );
 }
 
 #[tokio::test]
@@ -96,14 +134,22 @@ async fn the_replan_chain_limit_counts_along_the_chain_and_blocks() {
     let llm = FirstMatch::with_steps(vec![
         // task_1 and every task split off it ask for a replan.
         reply("judge", Some("subtask `task_1"), REPLAN),
-        reply("task_split", Some("`task_1_1`"), &SPLIT.replace("task_1_", "task_1_1_")),
+        reply(
+            "task_split",
+            Some("`task_1_1`"),
+            &SPLIT.replace("task_1_", "task_1_1_"),
+        ),
         reply("task_split", None, SPLIT),
     ]);
     let out = thread.run(llm.clone(), start()).await;
     assert_eq!(out.status, RunStatus::Blocked);
     let state = thread.state();
     assert_eq!(state.task_state("task_1"), TaskState::ReplacedByReplan);
-    assert_eq!(state.task_state("task_1_1"), TaskState::Blocked, "second generation hits max_iterations 2");
+    assert_eq!(
+        state.task_state("task_1_1"),
+        TaskState::Blocked,
+        "second generation hits max_iterations 2"
+    );
     assert_eq!(llm.count("task_split"), 1);
     let note = state.tasks["task_1_1"].note.clone().unwrap();
     assert!(note.contains("max_iterations"), "{note}");
@@ -113,32 +159,57 @@ async fn the_replan_chain_limit_counts_along_the_chain_and_blocks() {
 async fn the_revision_limit_stops_with_requires_human_intervention() {
     let mut thread = Thread::new();
     thread.config.planning.revision.max_revisions = 0;
-    let out = thread.run(FirstMatch::from_file("engine_replan_revision.yaml"), start()).await;
+    let out = thread
+        .run(
+            FirstMatch::from_file("engine_replan_revision.yaml"),
+            start(),
+        )
+        .await;
     assert_eq!(out.status, RunStatus::RequiresHumanIntervention);
     let completion = thread.state().completion.unwrap();
-    assert_eq!(completion.status.as_deref(), Some("requires_human_intervention"));
+    assert_eq!(
+        completion.status.as_deref(),
+        Some("requires_human_intervention")
+    );
     assert!(!completion.summary.goal_achieved);
     assert!(completion.summary.reason.unwrap().contains("max_revisions"));
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::HumanNeeded { .. })));
+    assert!(
+        thread
+            .reporter
+            .notices()
+            .iter()
+            .any(|n| matches!(n, Notice::HumanNeeded { .. }))
+    );
 }
 
 #[tokio::test]
 async fn a_failed_reflection_is_logged_and_execution_goes_on() {
     let mut thread = Thread::new();
     thread.config.planning.reflection.trigger_interval = 1;
-    let llm = FirstMatch::with_steps(vec![reply("reflection", None, "I cannot reflect right now.")]);
+    let llm = FirstMatch::with_steps(vec![reply(
+        "reflection",
+        None,
+        "I cannot reflect right now.",
+    )]);
     let out = thread.run(llm, start()).await;
     assert_eq!(out.status, RunStatus::Completed);
     let reflections = thread.state().reflections;
     assert_eq!(reflections.len(), 2, "one per action");
-    assert!(reflections[0].evaluation.starts_with("reflection unavailable"));
+    assert!(
+        reflections[0]
+            .evaluation
+            .starts_with("reflection unavailable")
+    );
 }
 
 #[tokio::test]
 async fn a_fatal_llm_error_posts_a_failure_records_it_and_returns_an_error() {
     let thread = Thread::new();
     let mut steps = vec![replan::llm::scenario::Step {
-        when: Some(replan::llm::scenario::When { purpose: Some("execute".into()), contains: None }),
+        when: Some(replan::llm::scenario::When {
+            purpose: Some("execute".into()),
+            contains: None,
+        }),
         fault: Some(replan::llm::scenario::Fault {
             kind: replan::llm::scenario::FaultKind::Status,
             status: Some(500),
@@ -155,8 +226,20 @@ async fn a_fatal_llm_error_posts_a_failure_records_it_and_returns_an_error() {
     let err = run_cycle(&deps, replay(&[]), &input).await.unwrap_err();
     assert!(err.to_string().contains("500"), "{err}");
     let entries = sink.entries();
-    assert!(matches!(entries.last().unwrap().body, EntryBody::RunFinished { status: RunStatus::Failed, .. }));
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::Failure { message } if message.contains("500"))));
+    assert!(matches!(
+        entries.last().unwrap().body,
+        EntryBody::RunFinished {
+            status: RunStatus::Failed,
+            ..
+        }
+    ));
+    assert!(
+        thread
+            .reporter
+            .notices()
+            .iter()
+            .any(|n| matches!(n, Notice::Failure { message } if message.contains("500")))
+    );
 }
 
 /// Says the budget is spent once `after` calls were made.
@@ -172,7 +255,9 @@ impl Llm for Budget {
     }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         if self.inner.requests().len() >= self.after {
-            return Err(LlmError::BudgetExhausted("token cap of 1000 reached".into()));
+            return Err(LlmError::BudgetExhausted(
+                "token cap of 1000 reached".into(),
+            ));
         }
         self.inner.chat(request).await
     }
@@ -182,8 +267,20 @@ impl Llm for Budget {
 async fn an_exhausted_budget_stops_the_cycle_cleanly_and_keeps_the_usage() {
     let mut thread = Thread::new();
     let inner = FirstMatch::new("");
-    let out = thread.run(Arc::new(Budget { inner: inner.clone(), after: 5 }), start()).await;
+    let out = thread
+        .run(
+            Arc::new(Budget {
+                inner: inner.clone(),
+                after: 5,
+            }),
+            start(),
+        )
+        .await;
     assert_eq!(out.status, RunStatus::BudgetExhausted);
-    assert_eq!(thread.state().usage.calls, 5, "every call made is accounted for");
+    assert_eq!(
+        thread.state().usage.calls,
+        5,
+        "every call made is accounted for"
+    );
     assert_eq!(thread.types().last(), Some(&"run_finished"));
 }
