@@ -149,6 +149,35 @@ pub fn weigh_given(
     act(cx, batch, decision, assessment, &mut rec, notices)
 }
 
+/// What the engine did with a decision (seed 000 §10.1 `executed`, `result`, `override_reason`).
+struct Done {
+    executed: bool,
+    result: DecisionResult,
+    override_reason: Option<String>,
+    restart_phase: Option<Phase>,
+}
+
+impl Done {
+    fn new(executed: bool, result: DecisionResult) -> Self {
+        Done {
+            executed,
+            result,
+            override_reason: None,
+            restart_phase: None,
+        }
+    }
+
+    fn because(mut self, reason: Option<String>) -> Self {
+        self.override_reason = reason;
+        self
+    }
+
+    fn restart(mut self, phase: Option<Phase>) -> Self {
+        self.restart_phase = phase;
+        self
+    }
+}
+
 struct Record {
     phase: Phase,
     trigger: Option<ReplanTrigger>,
@@ -164,11 +193,14 @@ impl Record {
         cx: &Cx<'_>,
         batch: &mut Batch,
         decision: &ReplanDecision,
-        executed: bool,
-        result: DecisionResult,
-        override_reason: Option<String>,
-        restart_phase: Option<Phase>,
+        done: Done,
     ) -> String {
+        let Done {
+            executed,
+            result,
+            override_reason,
+            restart_phase,
+        } = done;
         let replan_id = format!("replan-{}", batch.state.decisions.len() + 1);
         let duration_ms = ((cx.deps.clock)() - self.started).num_milliseconds().max(0) as u64;
         batch.push(EntryBody::ReplanDecision(Box::new(DecisionRecord {
@@ -201,10 +233,7 @@ impl Record {
             cx,
             batch,
             decision,
-            false,
-            DecisionResult::Skipped,
-            Some(reason.clone()),
-            None,
+            Done::new(false, DecisionResult::Skipped).because(Some(reason.clone())),
         );
         notices.push(Notice::Override {
             phase: self.phase,
@@ -253,10 +282,7 @@ fn act(
                 cx,
                 batch,
                 &decision,
-                false,
-                DecisionResult::Skipped,
-                why,
-                None,
+                Done::new(false, DecisionResult::Skipped).because(why),
             );
             DecisionOutcome::Continue
         }
@@ -274,13 +300,12 @@ fn act(
                 cx,
                 batch,
                 &decision,
-                false,
-                DecisionResult::Pending,
-                Some(format!(
-                    "confidence {:.2} needs a person's /approve",
-                    decision.confidence
-                )),
-                restart,
+                Done::new(false, DecisionResult::Pending)
+                    .because(Some(format!(
+                        "confidence {:.2} needs a person's /approve",
+                        decision.confidence
+                    )))
+                    .restart(restart),
             );
             let summary = format!(
                 "{} in the {} phase: {}",
@@ -316,10 +341,7 @@ fn act(
                     cx,
                     batch,
                     &decision,
-                    true,
-                    DecisionResult::Success,
-                    None,
-                    None,
+                    Done::new(true, DecisionResult::Success),
                 );
                 batch.push(EntryBody::Question {
                     questions: decision.clarification_questions.clone(),
@@ -339,10 +361,7 @@ fn act(
                 cx,
                 batch,
                 &decision,
-                true,
-                DecisionResult::Success,
-                None,
-                restart,
+                Done::new(true, DecisionResult::Success).restart(restart),
             );
             notices.push(Notice::Decision {
                 phase: rec.phase,
@@ -421,10 +440,7 @@ async fn escalate(
                 cx,
                 batch,
                 &alt,
-                false,
-                DecisionResult::Failure,
-                Some(notice.clone()),
-                None,
+                Done::new(false, DecisionResult::Failure).because(Some(notice.clone())),
             );
             human_needed(batch, &notice, alt.recommended_actions.clone(), notices);
             Ok(DecisionOutcome::HumanNeeded)

@@ -171,7 +171,7 @@ async fn tool_loop(
             let interval = u64::from(rcfg.trigger_interval);
             let reason = if error.is_some() && rcfg.trigger_on_error {
                 Some("a tool returned an error")
-            } else if interval > 0 && batch.state.actions_executed % interval == 0 {
+            } else if interval > 0 && batch.state.actions_executed.is_multiple_of(interval) {
                 Some("periodic reflection")
             } else {
                 None
