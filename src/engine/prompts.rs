@@ -71,6 +71,10 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("reflection", include_str!("../../prompts/reflection.md")),
     ("task_judge", include_str!("../../prompts/task_judge.md")),
     ("task_split", include_str!("../../prompts/task_split.md")),
+    (
+        "task_alternatives",
+        include_str!("../../prompts/task_alternatives.md"),
+    ),
     ("completion", include_str!("../../prompts/completion.md")),
 ];
 

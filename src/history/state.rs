@@ -353,6 +353,20 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                     s.pending = None;
                 }
                 apply_approval(s, subject, *verdict);
+                // An approved alternative (seed 003) carries the entries that make it current.
+                if *verdict == ApprovalDecision::Approved
+                    && subject.get("kind").and_then(Value::as_str) == Some("alternative")
+                {
+                    let bodies: Vec<EntryBody> = subject
+                        .get("entries")
+                        .cloned()
+                        .and_then(|v| serde_json::from_value(v).ok())
+                        .unwrap_or_default();
+                    for body in bodies {
+                        let inner = Entry { body, ..e.clone() };
+                        apply(s, &inner);
+                    }
+                }
             }
         },
         EntryBody::TaskState {

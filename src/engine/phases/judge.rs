@@ -122,6 +122,11 @@ pub async fn judge_task(
             }
         }
     };
+    if state == TaskState::Blocked
+        && super::alternatives::offer(cx, batch, task_id, &note, fx).await?
+    {
+        return Ok(());
+    }
     batch.push(EntryBody::TaskState {
         task_id: task_id.to_string(),
         state,

@@ -1,5 +1,6 @@
 //! One file per kind of step; `perform` dispatches a `Step` to it.
 
+pub mod alternatives;
 pub mod complete;
 pub mod execute;
 pub mod judge;

@@ -284,3 +284,71 @@ async fn an_exhausted_budget_stops_the_cycle_cleanly_and_keeps_the_usage() {
     );
     assert_eq!(thread.types().last(), Some(&"run_finished"));
 }
+
+const BLOCKED: &str = r#"{"success": false, "shouldContinue": false, "shouldReplan": false, "reason": "the file is locked"}"#;
+
+#[tokio::test]
+async fn a_blocked_task_is_replaced_by_its_best_alternative_when_the_score_is_high() {
+    let mut thread = Thread::new();
+    let llm = FirstMatch::with_steps(vec![
+        reply("judge", Some("subtask `task_2` is"), BLOCKED),
+        reply(
+            "alternatives",
+            None,
+            r#"{"alternatives": [
+              {"description": "Write the second note to a new file", "approach": "avoid the lock", "llm_confidence": 0.9, "required_tools": ["note"], "complexity": "low"},
+              {"description": "Wait for the lock", "approach": "poll", "llm_confidence": 0.2, "required_tools": ["sleep"], "complexity": "high"}]}"#,
+        ),
+    ]);
+    let out = thread.run(llm, start()).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    let state = thread.state();
+    assert_eq!(state.task_state("task_2"), TaskState::ReplacedByReplan);
+    assert_eq!(state.task_state("task_2_alt1"), TaskState::Done);
+    let plan = state.plan.unwrap();
+    assert_eq!(
+        plan.subtask("task_2_alt1").unwrap().description,
+        "Write the second note to a new file"
+    );
+    assert!(thread.reporter.notices().iter().any(
+        |n| matches!(n, Notice::Info { text } if text.contains("Best alternative (score 0.8"))
+    ));
+}
+
+#[tokio::test]
+async fn a_low_scoring_alternative_waits_for_approval() {
+    let mut thread = Thread::new();
+    let steps = || {
+        vec![
+            reply("judge", Some("subtask `task_2` is"), BLOCKED),
+            reply(
+                "alternatives",
+                None,
+                r#"{"alternatives": [{"description": "Teleport the note", "approach": "magic", "llm_confidence": 0.1, "required_tools": ["teleport"], "complexity": "high"}]}"#,
+            ),
+        ]
+    };
+    let out = thread.run(FirstMatch::with_steps(steps()), start()).await;
+    assert_eq!(out.status, RunStatus::WaitingForApproval);
+    assert_eq!(thread.state().task_state("task_2"), TaskState::Blocked);
+    assert!(
+        thread
+            .reporter
+            .notices()
+            .iter()
+            .any(|n| matches!(n, Notice::ApprovalRequest { confidence, .. } if *confidence < 0.5))
+    );
+
+    let out = thread
+        .run(
+            FirstMatch::with_steps(steps()),
+            replan::engine::EngineInput::Approve {
+                author: "bob".into(),
+            },
+        )
+        .await;
+    assert_eq!(out.status, RunStatus::Completed);
+    let state = thread.state();
+    assert_eq!(state.task_state("task_2"), TaskState::ReplacedByReplan);
+    assert_eq!(state.task_state("task_2_alt1"), TaskState::Done);
+}
