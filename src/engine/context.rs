@@ -214,3 +214,27 @@ pub fn system_prompt(
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::prompts::Prompts;
+
+    #[test]
+    fn strategy_and_decomposition_level_change_the_planning_instructions() {
+        let mut cfg = Config::default();
+        let cot = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        assert!(cot.contains("Task Decomposition (Chain-of-Thought)"));
+        assert!(cot.contains("Develop thought process step by step"));
+        cfg.planning.strategy = Strategy::Hierarchical;
+        cfg.planning.decomposition_level = DecompositionLevel::Minimal;
+        cfg.planning.max_subtasks = 7;
+        let h = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        assert!(h.contains("Hierarchical Task Network") && h.contains("Build a hierarchy"));
+        assert!(h.contains("as few subtasks as possible") && h.contains("At most 7 subtasks"));
+        cfg.planning.strategy = Strategy::Simple;
+        cfg.planning.decomposition_level = DecompositionLevel::Detailed;
+        let s = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        assert!(s.contains("List the direct steps") && s.contains("fine-grained"));
+    }
+}

@@ -521,3 +521,22 @@ async fn per_phase_mode_asks_a_decision_after_each_planning_phase() {
         ]
     );
 }
+
+#[tokio::test]
+async fn low_confidence_without_user_confirmation_is_an_override() {
+    let mut thread = Thread::new();
+    thread
+        .config
+        .planning
+        .replanning
+        .llm_decision
+        .require_user_confirmation_on_low_confidence = false;
+    let out = thread
+        .run(FirstMatch::new(&replan_on_task2(0.4, "partial_replan", 2, "action_sequence")), start())
+        .await;
+    assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 1));
+    assert!(!thread.types().contains(&"approval"));
+    let d = decisions(&thread).into_iter().find(|d| d.llm_decision.replan_needed).unwrap();
+    assert!(!d.executed && d.override_reason.is_some());
+    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::Override { phase: Phase::Execution, .. })));
+}
