@@ -76,6 +76,7 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../prompts/task_alternatives.md"),
     ),
     ("completion", include_str!("../../prompts/completion.md")),
+    ("legacy", include_str!("../../prompts/legacy.md")),
 ];
 
 static PLACEHOLDER: LazyLock<Regex> =

@@ -32,6 +32,8 @@ pub enum Step {
     FinalReview,
     /// Completion summary (seed 001).
     Complete,
+    /// Planning disabled (`planning.enabled: false`): one plain tool-calling loop.
+    Legacy,
     /// End the run with this status (waiting, blocked, done, human needed).
     Finish(RunStatus),
 }
@@ -41,6 +43,12 @@ pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Ste
         Some(Pending::Question { .. }) => return Step::Finish(RunStatus::WaitingForAnswer),
         Some(Pending::Approval { .. }) => return Step::Finish(RunStatus::WaitingForApproval),
         None => {}
+    }
+    if !cfg.planning.enabled && state.plan.is_none() && state.planning.is_none() {
+        return match &state.completion {
+            Some(_) => Step::Finish(RunStatus::Completed),
+            None => Step::Legacy,
+        };
     }
     if let Some(work) = &state.planning {
         return planning_step(work, cfg);

@@ -4,6 +4,7 @@ pub mod alternatives;
 pub mod complete;
 pub mod execute;
 pub mod judge;
+pub mod legacy;
 pub mod planning;
 pub mod refinement;
 pub mod reflect;
@@ -28,6 +29,7 @@ pub async fn perform(
         Step::Execute(task_id) => execute::attempt(cx, batch, task_id).await,
         Step::FinalReview => reflect::final_review(cx, batch).await,
         Step::Complete => complete::complete(cx, batch).await,
+        Step::Legacy => legacy::run(cx, batch).await,
         Step::Finish(status) => Ok(StepEffects {
             notices: vec![],
             end: Some(*status),

@@ -532,11 +532,28 @@ async fn low_confidence_without_user_confirmation_is_an_override() {
         .llm_decision
         .require_user_confirmation_on_low_confidence = false;
     let out = thread
-        .run(FirstMatch::new(&replan_on_task2(0.4, "partial_replan", 2, "action_sequence")), start())
+        .run(
+            FirstMatch::new(&replan_on_task2(
+                0.4,
+                "partial_replan",
+                2,
+                "action_sequence",
+            )),
+            start(),
+        )
         .await;
     assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 1));
     assert!(!thread.types().contains(&"approval"));
-    let d = decisions(&thread).into_iter().find(|d| d.llm_decision.replan_needed).unwrap();
+    let d = decisions(&thread)
+        .into_iter()
+        .find(|d| d.llm_decision.replan_needed)
+        .unwrap();
     assert!(!d.executed && d.override_reason.is_some());
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::Override { phase: Phase::Execution, .. })));
+    assert!(thread.reporter.notices().iter().any(|n| matches!(
+        n,
+        Notice::Override {
+            phase: Phase::Execution,
+            ..
+        }
+    )));
 }

@@ -54,3 +54,26 @@ async fn single_call_plans_in_two_round_trips_then_executes_and_completes() {
     );
     assert_eq!(state.checklist_comment_id.as_deref(), Some("checklist-1"));
 }
+
+#[tokio::test]
+async fn with_planning_disabled_a_plain_tool_loop_runs_and_completes() {
+    let mut thread = Thread::new();
+    thread.config.planning.enabled = false;
+    let llm = FirstMatch::new(
+        r#"
+mode: matched
+steps:
+  - when: { purpose: "legacy", contains: "noted:" }
+    reply: "Wrote the note."
+  - when: { purpose: "legacy" }
+    tool_calls: [ { name: note, arguments: { text: "plain" } } ]
+"#,
+    );
+    let out = thread.run(llm.clone(), start()).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(llm.purposes(), ["legacy", "legacy"]);
+    assert_eq!(thread.notes(), "plain\n");
+    assert!(!thread.types().contains(&"plan"));
+    let completion = thread.state().completion.unwrap();
+    assert_eq!(completion.summary.key_outcomes, ["Wrote the note."]);
+}
