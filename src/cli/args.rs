@@ -88,13 +88,19 @@ pub enum ExportFormat {
     Json,
     Jsonl,
     Stats,
+    StatsJson,
 }
 
 #[derive(Debug, Args)]
 pub struct ThreadArgs {
-    /// Directory that holds `planning_history/` [default: <workspace>/.replan].
-    #[arg(long, value_name = "DIR")]
+    /// Directory that holds `planning_history/` for local runs [default: ./.replan].
+    #[arg(long, value_name = "DIR", conflicts_with = "branch")]
     pub dir: Option<PathBuf>,
+
+    /// Read the history from this branch of the git repository in the current directory
+    /// (e.g. `replan-history` after `git fetch origin replan-history:replan-history`).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
 
     /// Thread as `issues/12`, `pulls/7`, `merge_requests/3`, or a bare issue number.
     #[arg(value_name = "THREAD")]
@@ -122,9 +128,15 @@ pub enum HistoryCommand {
     },
     /// Archive and remove threads whose newest entry is older than the retention period.
     Prune {
-        /// Directory that holds `planning_history/` [default: <workspace>/.replan].
-        #[arg(long, value_name = "DIR")]
+        /// Directory that holds `planning_history/` [default: ./.replan].
+        #[arg(long, value_name = "DIR", conflicts_with = "branch")]
         dir: Option<PathBuf>,
+        /// Prune the history on this branch of the git repository in the current directory.
+        #[arg(long, value_name = "BRANCH")]
+        branch: Option<String>,
+        /// Show what would be archived without changing anything.
+        #[arg(long)]
+        dry_run: bool,
         /// Age in days [default: history.retention_days, 90].
         #[arg(long, value_name = "DAYS")]
         older_than: Option<u64>,

@@ -3,7 +3,10 @@
 pub mod args;
 pub mod config_cmd;
 pub mod exit;
+pub mod history_cmd;
 pub mod logging;
+pub mod plan_cmd;
+pub mod thread_arg;
 pub mod workspace;
 
 pub use args::Cli;
@@ -16,8 +19,8 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::Run(_) => Err(CliError::not_available("run")),
         Command::Demo(_) => Err(CliError::not_available("demo")),
-        Command::History(_) => Err(CliError::not_available("history")),
+        Command::History(cmd) => history_cmd::run(cmd).await,
         Command::Config(args) => config_cmd::run(args).await,
-        Command::Plan(_) => Err(CliError::not_available("plan validate")),
+        Command::Plan(cmd) => plan_cmd::run(cmd),
     }
 }

@@ -20,10 +20,10 @@ pub(crate) fn validate(config: &Config, provenance: &Provenance) -> Result<(), C
         Some(p) => {
             let mut key = p.key;
             // Blame the side the user changed: the default side is not what they need to fix.
-            if let Some(other) = p.other {
-                if provenance.source_of(&key) == Source::Default {
-                    key = other;
-                }
+            if let Some(other) = p.other
+                && provenance.source_of(&key) == Source::Default
+            {
+                key = other;
             }
             Err(ConfigError::InvalidValue {
                 origin: provenance.source_of(&key),

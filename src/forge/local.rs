@@ -301,9 +301,8 @@ impl Forge for LocalForge {
     ) -> Result<(), ForgeError> {
         let _guard = self.lock.lock().await;
         let mut file = self.load(thread)?;
-        if let Some(id) = comment_id
-            && !file.comments.iter().any(|c| c.id == id)
-        {
+        if comment_id.is_some_and(|id| !file.comments.iter().any(|c| c.id == id)) {
+            let id = comment_id.unwrap_or_default();
             return Err(ForgeError::NotFound {
                 what: format!("comment {id} on {thread}"),
             });
@@ -320,9 +319,11 @@ impl Forge for LocalForge {
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError> {
         let _guard = self.lock.lock().await;
-        if let Some(repo) = &self.repo
-            && !self.branch_exists(repo, &request.head)?
-        {
+        let missing_head = match &self.repo {
+            Some(repo) => !self.branch_exists(repo, &request.head)?,
+            None => false,
+        };
+        if let (true, Some(repo)) = (missing_head, &self.repo) {
             return Err(ForgeError::Unprocessable {
                 forge: FORGE.to_owned(),
                 what: "the pull request".to_owned(),

@@ -532,3 +532,81 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
     }
     out
 }
+
+/// `replan history show`: a short terminal view of where the thread stands.
+pub fn summary(thread: &ThreadRef, entries: &[Entry], corrupt: &[CorruptLine]) -> String {
+    let state = replay(entries);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} entries, {} runs{}",
+        thread_label(thread),
+        entries.len(),
+        state.runs.len(),
+        if corrupt.is_empty() {
+            String::new()
+        } else {
+            format!(", {} corrupt lines skipped", corrupt.len())
+        }
+    );
+    if let Some(run) = state.runs.last() {
+        let _ = writeln!(
+            out,
+            "last run: {} by @{} ({}) → {}",
+            run.run_id,
+            run.request.actor,
+            run.request.request,
+            run.status
+                .map(|s| json!(s).as_str().unwrap_or("").to_string())
+                .unwrap_or_else(|| "unfinished".into())
+        );
+    }
+    match &state.plan {
+        None => out.push_str("no plan yet\n"),
+        Some(plan) => {
+            let _ = writeln!(
+                out,
+                "plan v{} ({} revisions): {}",
+                state.plan_version,
+                state.revision_count(),
+                plan.goal_understanding.main_objective
+            );
+            for s in &plan.task_decomposition.subtasks {
+                let st = state.task_state(&s.id);
+                let mark = match st {
+                    crate::plan::TaskState::Done => "[x]",
+                    crate::plan::TaskState::Blocked => "[!]",
+                    _ => "[ ]",
+                };
+                let _ = writeln!(
+                    out,
+                    "  {mark} {} {} ({})",
+                    s.id,
+                    s.description,
+                    json!(st).as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    match &state.pending {
+        Some(Pending::Question { questions, .. }) => {
+            let _ = writeln!(out, "waiting for an answer: {}", questions.join(" / "));
+        }
+        Some(Pending::Approval { request_id, .. }) => {
+            let _ = writeln!(out, "waiting for /approve of {request_id}");
+        }
+        None => {}
+    }
+    let u = &state.usage;
+    let _ = writeln!(
+        out,
+        "LLM usage: {} calls, {} tokens, ${:.4}",
+        u.calls,
+        u.prompt_tokens + u.completion_tokens,
+        u.cost_usd
+    );
+    for c in corrupt {
+        let _ = writeln!(out, "corrupt line {}: {}", c.line_no, c.error);
+    }
+    out
+}

@@ -32,6 +32,8 @@ pub struct GitBranchHistory {
     pub max_attempts: u32,
     /// Identity for history commits when neither `GIT_AUTHOR_*` nor git config provides one.
     pub fallback_identity: (String, String),
+    /// Extra environment for every `git` command (e.g. `GIT_SSH_COMMAND`, or config isolation).
+    pub git_env: Vec<(String, String)>,
     #[doc(hidden)]
     pub before_update_ref: Option<BeforeUpdateRefHook>,
 }
@@ -49,7 +51,7 @@ impl std::fmt::Debug for GitBranchHistory {
 
 struct Output {
     ok: bool,
-    stdout: String,
+    stdout: Vec<u8>,
     stderr: String,
 }
 
@@ -66,6 +68,7 @@ impl GitBranchHistory {
             push_remote: None,
             max_attempts: 5,
             fallback_identity: ("replan".into(), "replan@localhost".into()),
+            git_env: Vec::new(),
             before_update_ref: None,
         }
     }
@@ -82,6 +85,9 @@ impl GitBranchHistory {
     ) -> Result<Output, HistoryError> {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(&self.repo).args(args);
+        for (k, v) in &self.git_env {
+            cmd.env(k, v);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -109,7 +115,7 @@ impl GitBranchHistory {
         })?;
         Ok(Output {
             ok: out.status.success(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stdout: out.stdout,
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
     }
@@ -122,7 +128,7 @@ impl GitBranchHistory {
     ) -> Result<String, HistoryError> {
         let out = self.git(args, stdin, env)?;
         if out.ok {
-            Ok(out.stdout.trim().to_string())
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
         } else {
             Err(HistoryError::Backend(format!(
                 "git {} failed in {}: {}",
@@ -137,13 +143,16 @@ impl GitBranchHistory {
     fn tip(&self) -> Result<Option<String>, HistoryError> {
         let spec = format!("{}^{{commit}}", self.full_ref());
         let out = self.git(&["rev-parse", "--verify", "--quiet", &spec], None, &[])?;
-        Ok(out.ok.then(|| out.stdout.trim().to_string()))
+        Ok(out
+            .ok
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
     }
 
-    fn read_at(&self, commit: &str, path: &str) -> Result<String, HistoryError> {
+    /// The file's bytes exactly as stored: lines that are not valid UTF-8 must survive appends.
+    fn read_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, HistoryError> {
         let listed = self.git_ok(&["ls-tree", "--name-only", commit, "--", path], None, &[])?;
         if listed.is_empty() {
-            return Ok(String::new());
+            return Ok(Vec::new());
         }
         let spec = format!("{commit}:{path}");
         let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
@@ -162,7 +171,8 @@ impl GitBranchHistory {
         let Some(tip) = self.tip()? else {
             return Ok(LoadedHistory::default());
         };
-        let text = self.read_at(&tip, &thread.history_path(&self.directory))?;
+        let bytes = self.read_at(&tip, &thread.history_path(&self.directory))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(LoadedHistory {
             text,
             version: Some(tip),
@@ -175,7 +185,7 @@ impl GitBranchHistory {
         &self,
         thread: &ThreadRef,
         message: &str,
-        mut new_text: impl FnMut(&str) -> (Option<String>, u64),
+        mut new_text: impl FnMut(&[u8]) -> (Option<Vec<u8>>, u64),
     ) -> Result<AppendOutcome, HistoryError> {
         let path = thread.history_path(&self.directory);
         self.fetch()?;
@@ -184,7 +194,7 @@ impl GitBranchHistory {
             let old = self.tip()?;
             let old_text = match &old {
                 Some(c) => self.read_at(c, &path)?,
-                None => String::new(),
+                None => Vec::new(),
             };
             let (text, first_seq) = new_text(&old_text);
             let commit = self.make_commit(old.as_deref(), &path, text.as_deref(), message)?;
@@ -230,7 +240,7 @@ impl GitBranchHistory {
         &self,
         parent: Option<&str>,
         path: &str,
-        text: Option<&str>,
+        text: Option<&[u8]>,
         message: &str,
     ) -> Result<String, HistoryError> {
         let temp_index = TempIndex::new();
@@ -241,8 +251,7 @@ impl GitBranchHistory {
         };
         match text {
             Some(t) => {
-                let blob =
-                    self.git_ok(&["hash-object", "-w", "--stdin"], Some(t.as_bytes()), &[])?;
+                let blob = self.git_ok(&["hash-object", "-w", "--stdin"], Some(t), &[])?;
                 let info = format!("100644,{blob},{path}");
                 self.git_ok(&["update-index", "--add", "--cacheinfo", &info], None, &env)?;
             }
@@ -272,7 +281,9 @@ impl GitBranchHistory {
 
     /// Whether git already knows who commits; the fallback identity must not override it.
     fn has_identity(&self) -> Result<bool, HistoryError> {
-        let env = |k| std::env::var_os(k).is_some();
+        let env = |k: &str| {
+            std::env::var_os(k).is_some() || self.git_env.iter().any(|(name, _)| name == k)
+        };
         if env("GIT_AUTHOR_EMAIL") && env("GIT_COMMITTER_EMAIL") {
             return Ok(true);
         }
@@ -330,9 +341,14 @@ impl GitBranchHistory {
             thread.history_path(&self.directory)
         );
         self.commit_loop(thread, &message, |old| {
+            let old_text = String::from_utf8_lossy(old);
+            let after = jsonl::max_seq(&old_text);
             let mut mine = entries.to_vec();
-            let after = jsonl::max_seq(old);
-            (Some(jsonl::append_text(old, &mut mine, after)), after + 1)
+            jsonl::renumber(&mut mine, after);
+            let mut bytes = old.to_vec();
+            bytes.extend_from_slice(jsonl::separator(&old_text).as_bytes());
+            bytes.extend_from_slice(jsonl::to_lines(&mine).as_bytes());
+            (Some(bytes), after + 1)
         })
     }
 
@@ -344,7 +360,7 @@ impl GitBranchHistory {
         let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
         self.commit_loop(thread, &message, |_| {
             (
-                (!text.is_empty()).then(|| text.to_string()),
+                (!text.is_empty()).then(|| text.as_bytes().to_vec()),
                 jsonl::max_seq(text),
             )
         })

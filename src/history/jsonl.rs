@@ -54,13 +54,54 @@ pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
         .filter(|(_, l, _)| !l.trim().is_empty())
 }
 
+/// Files above this size are parsed on several threads.
+const PARALLEL_PARSE_BYTES: usize = 1 << 20;
+
 /// Parse a whole file. Never fails; see the module documentation.
 pub fn parse(text: &str) -> ParsedHistory {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get().min(8))
+        .unwrap_or(1);
+    if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
+        return parse_lines(lines(text), text.len());
+    }
+    // Entries are independent lines: parse chunks side by side and join them in file order.
+    let all: Vec<(usize, &str, bool)> = lines(text).collect();
+    let chunk = all.len().div_ceil(threads).max(1);
+    let parts: Vec<ParsedHistory> = std::thread::scope(|scope| {
+        let handles: Vec<_> = all
+            .chunks(chunk)
+            .map(|c| {
+                let bytes = c.iter().map(|(_, l, _)| l.len() + 1).sum();
+                scope.spawn(move || parse_lines(c.iter().copied(), bytes))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("parsing a line never panics"))
+            .collect()
+    });
     let mut out = ParsedHistory {
-        entries: Vec::with_capacity(text.len() / 400 + 1),
+        entries: Vec::with_capacity(parts.iter().map(|p| p.entries.len()).sum()),
         ..Default::default()
     };
-    for (line_no, line, truncated) in lines(text) {
+    for p in parts {
+        out.entries.extend(p.entries);
+        out.corrupt.extend(p.corrupt);
+        out.max_seq = out.max_seq.max(p.max_seq);
+    }
+    out
+}
+
+fn parse_lines<'a>(
+    lines: impl Iterator<Item = (usize, &'a str, bool)>,
+    bytes: usize,
+) -> ParsedHistory {
+    let mut out = ParsedHistory {
+        entries: Vec::with_capacity(bytes / 400 + 1),
+        ..Default::default()
+    };
+    for (line_no, line, truncated) in lines {
         match parse_line(line) {
             Ok(entry) => {
                 out.max_seq = out.max_seq.max(entry.seq);
@@ -170,7 +211,7 @@ pub fn append_text(existing: &str, entries: &mut [Entry], after_seq: u64) -> Str
     renumber(entries, after_seq);
     let mut out = String::with_capacity(existing.len() + entries.len() * 256 + 1);
     out.push_str(existing);
-    out.push_str(&separator(existing));
+    out.push_str(separator(existing));
     out.push_str(&to_lines(entries));
     out
 }
@@ -197,10 +238,24 @@ pub fn max_seq(text: &str) -> u64 {
         seq: Option<u64>,
     }
     lines(text)
-        .filter_map(|(_, l, _)| serde_json::from_str::<Seq>(l).ok())
-        .filter_map(|s| s.seq)
+        .filter_map(|(_, l, _)| {
+            canonical_seq(l).or_else(|| serde_json::from_str::<Seq>(l).ok().and_then(|s| s.seq))
+        })
         .max()
         .unwrap_or(0)
+}
+
+/// Fast path for lines as this crate writes them: `{"v":<n>,"seq":<m>,...`. The `seq` right after
+/// the leading `v` is the top-level one, so no JSON parse is needed.
+fn canonical_seq(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("{\"v\":")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = rest[digits..].strip_prefix(",\"seq\":")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !matches!(rest.as_bytes().get(digits), Some(b',' | b'}')) {
+        return None;
+    }
+    rest[..digits].parse().ok()
 }
 
 #[cfg(test)]
@@ -277,6 +332,14 @@ mod tests {
         assert_eq!(p.corrupt[0].line_no, 1);
         assert_eq!(p.entries.len(), 2);
         assert_eq!(max_seq(&text), 6);
+    }
+
+    #[test]
+    fn max_seq_reads_canonical_and_other_lines() {
+        let text = "{\"v\":1,\"seq\":7,\"x\":1}\n{\"seq\":9,\"v\":1}\n{\"v\":1,\"seq\":99999999999999999999999}\nbroken\n";
+        assert_eq!(max_seq(text), 9);
+        assert_eq!(canonical_seq("{\"v\":1,\"seq\":12}"), Some(12));
+        assert_eq!(canonical_seq("{\"v\":1,\"seq\":12.5}"), None);
     }
 
     #[test]

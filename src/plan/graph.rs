@@ -53,10 +53,9 @@ impl TaskGraph {
             }
             seen[i] = true;
             for d in &s.dependencies {
-                if let Some(&j) = index.get(d) {
-                    if j != i && !deps[i].contains(&j) {
-                        deps[i].push(j);
-                    }
+                match index.get(d) {
+                    Some(&j) if j != i && !deps[i].contains(&j) => deps[i].push(j),
+                    _ => {}
                 }
             }
         }

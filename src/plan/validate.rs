@@ -251,15 +251,18 @@ pub fn validate(plan: &Plan, rules: &ValidationRules) -> Result<(), Vec<PlanProb
                 }
             }
         }
-        for a in &plan.action_plan.actions {
-            if let Some(tool) = &a.tool {
-                if !known.contains(tool) && seen.insert((&a.task_id, tool, true)) {
-                    problems.push(PlanProblem::ToolNotAvailable {
-                        task: a.task_id.clone(),
-                        tool: tool.clone(),
-                        used_by: ToolUse::Action,
-                    });
-                }
+        let action_tools = plan
+            .action_plan
+            .actions
+            .iter()
+            .filter_map(|a| a.tool.as_ref().map(|t| (&a.task_id, t)));
+        for (task, tool) in action_tools {
+            if !known.contains(tool) && seen.insert((task, tool, true)) {
+                problems.push(PlanProblem::ToolNotAvailable {
+                    task: task.clone(),
+                    tool: tool.clone(),
+                    used_by: ToolUse::Action,
+                });
             }
         }
     }

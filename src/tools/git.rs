@@ -66,6 +66,10 @@ pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, T
         .arg("-C")
         .arg(repo)
         .args(args)
+        // A surrounding git (a hook, a worktree) may have set these; they would redirect us.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()

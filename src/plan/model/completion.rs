@@ -10,7 +10,8 @@ pub struct CompletionSummary {
     pub tasks_completed: u32,
     #[serde(default)]
     pub tasks_failed: u32,
-    #[serde(default)]
+    /// Omitted when empty: the seed's §10.4 reply has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_outcomes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_attempts: Option<u32>,
@@ -30,7 +31,8 @@ pub struct Completion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     pub summary: CompletionSummary,
-    #[serde(default)]
+    /// Omitted when false: the seed's `requires_human_intervention` reply (§10.4) has no `done`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,

@@ -1,0 +1,1094 @@
+//! The history store against real files and a real git repository.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use replan::history::entry::{
+    ActionOutcome, ApprovalDecision, DecisionRecord, DecisionResult, RunRequest, RunStatus,
+    UsageTotals,
+};
+use replan::history::export::{ExportFormat, export};
+use replan::history::jsonl::{self, to_line};
+use replan::history::prune::{PruneOptions, prune};
+use replan::history::stats::stats;
+use replan::history::{
+    Entry, EntryBody, GitBranchHistory, HistoryBackend, HistoryStore, LocalHistory, SCHEMA_VERSION,
+    replay,
+};
+use replan::plan::{
+    ActionPlan, Completion, CompletionSummary, GoalUnderstanding, Phase, Plan, Reflection,
+    ReflectionStatus, ReplanDecision, ReplanTrigger, ReplanType, Subtask, TaskDecomposition,
+    TaskState,
+};
+use replan::trigger::ThreadRef;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+}
+
+fn entry(seq: u64, run: &str, body: EntryBody) -> Entry {
+    Entry {
+        v: SCHEMA_VERSION,
+        seq,
+        ts: t0() + Duration::seconds(seq as i64),
+        run_id: run.into(),
+        body,
+    }
+}
+
+fn plan(ids: &[&str]) -> Plan {
+    Plan {
+        goal_understanding: GoalUnderstanding {
+            main_objective: "Fix the README typo".into(),
+            success_criteria: vec!["README spelled right".into()],
+            ..Default::default()
+        },
+        task_decomposition: TaskDecomposition {
+            reasoning: "small".into(),
+            subtasks: ids
+                .iter()
+                .map(|id| Subtask {
+                    id: id.to_string(),
+                    description: format!("do {id}"),
+                    ..Default::default()
+                })
+                .collect(),
+        },
+        action_plan: ActionPlan {
+            execution_order: ids.iter().map(|s| s.to_string()).collect(),
+            actions: vec![],
+        },
+    }
+}
+
+fn decision(
+    id: &str,
+    phase: Phase,
+    kind: ReplanType,
+    confidence: f64,
+    executed: bool,
+    override_reason: Option<&str>,
+    duration_ms: u64,
+) -> EntryBody {
+    EntryBody::ReplanDecision(Box::new(DecisionRecord {
+        replan_id: id.into(),
+        phase,
+        llm_decision: ReplanDecision {
+            replan_needed: kind != ReplanType::None,
+            confidence,
+            reasoning: format!("reason for {id}"),
+            replan_type: kind,
+            issues_found: vec!["the file moved".into()],
+            ..Default::default()
+        },
+        confidence,
+        executed,
+        override_reason: override_reason.map(str::to_string),
+        result: if executed {
+            DecisionResult::Success
+        } else {
+            DecisionResult::Skipped
+        },
+        duration_ms,
+        trigger: Some(ReplanTrigger::TaskFailed),
+        trigger_key: format!("{phase}:{}", kind.as_str()),
+        parse_error: None,
+        raw_reply: None,
+        restart_phase: None,
+    }))
+}
+
+fn usage(calls: u64, p: u64, c: u64, cost: f64) -> UsageTotals {
+    UsageTotals {
+        calls,
+        prompt_tokens: p,
+        completion_tokens: c,
+        cached_tokens: 0,
+        cost_usd: cost,
+    }
+}
+
+fn request(actor: &str, what: &str) -> RunRequest {
+    RunRequest {
+        event: "issues".into(),
+        actor: actor.into(),
+        request: what.into(),
+        title: Some("README typo".into()),
+        ..Default::default()
+    }
+}
+
+/// A body for entry number `i` of a long history, cycling through the kinds a run writes.
+fn varied_body(i: u64) -> EntryBody {
+    match i % 10 {
+        0 => EntryBody::RunStarted {
+            request: request("alice", "start"),
+        },
+        1 => EntryBody::Plan {
+            version: (i / 10 + 1) as u32,
+            plan: Box::new(plan(&["task_1", "task_2"])),
+        },
+        2 => decision(
+            &format!("d{i}"),
+            Phase::Execution,
+            ReplanType::PartialReplan,
+            0.9,
+            true,
+            None,
+            100,
+        ),
+        3 => EntryBody::TaskState {
+            task_id: "task_1".into(),
+            state: if i % 20 == 3 {
+                TaskState::Done
+            } else {
+                TaskState::Running
+            },
+            replanning_info: None,
+            note: None,
+        },
+        4 => EntryBody::Action {
+            task_id: "task_1".into(),
+            tool: "read".into(),
+            arguments_digest: "ab".repeat(32),
+            outcome: if i % 3 == 1 {
+                ActionOutcome::Failed
+            } else {
+                ActionOutcome::Ok
+            },
+            summary: "read README.md".into(),
+            duration_ms: 12,
+        },
+        5 => EntryBody::Reflection {
+            reflection: Reflection {
+                action_id: format!("a{i}"),
+                status: ReflectionStatus::Success,
+                evaluation: "fine".into(),
+                ..Default::default()
+            },
+            plan_revision: None,
+        },
+        6 => EntryBody::Question {
+            questions: vec!["Which README?".into()],
+            context: String::new(),
+            assumptions: vec![],
+            phase: Phase::GoalUnderstanding,
+        },
+        7 => EntryBody::Answer {
+            author: "alice".into(),
+            text: "The top-level one".into(),
+            assumed: false,
+        },
+        8 => EntryBody::Usage {
+            usage: usage(1, 100, 20, 0.001),
+        },
+        _ => EntryBody::RunFinished {
+            status: RunStatus::Completed,
+            usage: UsageTotals::default(),
+            pull_request: None,
+        },
+    }
+}
+
+fn long_history(n: u64) -> Vec<Entry> {
+    (1..=n)
+        .map(|i| entry(i, &format!("run-{}", i / 10), varied_body(i)))
+        .collect()
+}
+
+#[test]
+fn corrupt_lines_are_skipped_and_survive_a_later_append() {
+    let entries = long_history(10_000);
+    let lines: Vec<String> = entries.iter().map(to_line).collect();
+    let clean = lines.join("\n") + "\n";
+
+    let future = to_line(&entry(10_001, "run-x", varied_body(8))).replacen(
+        &format!("\"v\":{SCHEMA_VERSION}"),
+        "\"v\":99",
+        1,
+    );
+    let truncated = &lines[0][..lines[0].len() / 2];
+    let mut corrupt_lines = lines.clone();
+    corrupt_lines.insert(5_000, "{\"v\":1,\"seq\":\"not a number\",".to_string());
+    corrupt_lines.insert(7_000, future.clone());
+    let corrupted = corrupt_lines.join("\n") + "\n" + truncated;
+
+    let parsed_clean = jsonl::parse(&clean);
+    let parsed = jsonl::parse(&corrupted);
+    assert!(parsed_clean.corrupt.is_empty());
+    assert_eq!(
+        parsed.corrupt.iter().map(|c| c.line_no).collect::<Vec<_>>(),
+        [5_001, 7_001, 10_003]
+    );
+    assert!(parsed.corrupt[1].error.contains("schema version 99"));
+    assert!(parsed.corrupt[2].error.starts_with("truncated last line"));
+    assert_eq!(parsed.entries, entries);
+    assert_eq!(replay(&parsed.entries), replay(&parsed_clean.entries));
+
+    // A further append keeps every line, closes the cut-off line and numbers after the future one.
+    let dir = tempfile::tempdir().unwrap();
+    let history = LocalHistory::new(dir.path(), "planning_history");
+    let thread = ThreadRef::issue(7);
+    let path = history.path(&thread);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, &corrupted).unwrap();
+    let outcome = history
+        .append_blocking(&thread, &[entry(1, "run-new", varied_body(8))])
+        .unwrap();
+    assert_eq!(outcome.first_seq, 10_002);
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with(&corrupted), "existing bytes were changed");
+    let after_lines: Vec<&str> = after.lines().collect();
+    assert_eq!(after_lines.len(), 10_004);
+    assert_eq!(after_lines[10_002], truncated);
+    assert!(after_lines[10_003].contains("\"seq\":10002"));
+    let reparsed = jsonl::parse(&after);
+    assert_eq!(reparsed.corrupt.len(), 3);
+    assert_eq!(reparsed.entries.len(), 10_001);
+}
+
+#[test]
+fn concurrent_local_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let thread = ThreadRef::issue(3);
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|run| {
+            let root = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                let history = LocalHistory::new(root, "planning_history");
+                for i in 0..200u64 {
+                    let body = EntryBody::Checklist {
+                        comment_id: format!("{run}-{i}"),
+                    };
+                    history
+                        .append_blocking(&thread, &[entry(1, run, body)])
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let history = LocalHistory::new(dir.path(), "planning_history");
+    let text = history.load_blocking(&thread).unwrap().text;
+    let parsed = jsonl::parse(&text);
+    assert!(parsed.corrupt.is_empty());
+    assert_eq!(parsed.entries.len(), 400);
+    let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
+    for run in ["a", "b"] {
+        let mine: Vec<String> = parsed
+            .entries
+            .iter()
+            .filter(|e| e.run_id == run)
+            .map(|e| match &e.body {
+                EntryBody::Checklist { comment_id } => comment_id.clone(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        let expected: Vec<String> = (0..200).map(|i| format!("{run}-{i}")).collect();
+        assert_eq!(mine, expected);
+    }
+    assert_eq!(history.threads_blocking().unwrap(), [thread]);
+}
+
+// ---------------------------------------------------------------- git branch backend
+
+const GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_AUTHOR_NAME", "Test Author"),
+    ("GIT_AUTHOR_EMAIL", "author@example.com"),
+    ("GIT_COMMITTER_NAME", "Test Committer"),
+    ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+];
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .envs(GIT_ENV.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn repo_with_work_in_progress() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    std::fs::write(p.join("README.md"), "hello\n").unwrap();
+    git(p, &["add", "README.md"]);
+    git(p, &["commit", "-q", "-m", "first"]);
+    // Uncommitted work that must survive: a staged file and an edited one.
+    std::fs::write(p.join("staged.txt"), "staged\n").unwrap();
+    git(p, &["add", "staged.txt"]);
+    std::fs::write(p.join("README.md"), "hello, edited\n").unwrap();
+    dir
+}
+
+fn git_history(repo: &Path) -> GitBranchHistory {
+    let mut h = GitBranchHistory::new(repo, "replan-history", "planning_history");
+    h.git_env = GIT_ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    h
+}
+
+fn checklist(run: &str, id: &str) -> Entry {
+    entry(
+        1,
+        run,
+        EntryBody::Checklist {
+            comment_id: id.into(),
+        },
+    )
+}
+
+fn comment_ids(text: &str) -> Vec<(u64, String)> {
+    let parsed = jsonl::parse(text);
+    assert!(parsed.corrupt.is_empty(), "{:?}", parsed.corrupt);
+    parsed
+        .entries
+        .iter()
+        .map(|e| match &e.body {
+            EntryBody::Checklist { comment_id } => (e.seq, comment_id.clone()),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn git_branch_history_uses_an_orphan_branch_and_leaves_the_checkout_alone() {
+    let repo = repo_with_work_in_progress();
+    let p = repo.path();
+    let head = git(p, &["rev-parse", "HEAD"]);
+    let status = git(p, &["status", "--porcelain"]);
+    let staged = git(p, &["diff", "--cached"]);
+    let history = git_history(p);
+    let thread = ThreadRef::issue(42);
+
+    assert_eq!(history.load_blocking(&thread).unwrap().text, "");
+    let first = history
+        .append_blocking(&thread, &[checklist("r1", "c1"), checklist("r1", "c2")])
+        .unwrap();
+    assert_eq!(first.first_seq, 1);
+    let second = history
+        .append_blocking(&thread, &[checklist("r2", "c3")])
+        .unwrap();
+    assert_eq!(second.first_seq, 3);
+
+    // Orphan: the branch's root commit is its own, with no link to main.
+    let roots = git(p, &["rev-list", "--max-parents=0", "replan-history"]);
+    assert_eq!(roots.lines().count(), 1);
+    assert_ne!(roots, git(p, &["rev-list", "--max-parents=0", "main"]));
+    assert_eq!(git(p, &["rev-list", "--count", "replan-history"]), "2");
+    assert_eq!(
+        Some(git(p, &["rev-parse", "replan-history"])),
+        second.commit
+    );
+    let file = git(
+        p,
+        &["show", "replan-history:planning_history/issues/42.jsonl"],
+    );
+    assert_eq!(
+        comment_ids(&file),
+        [(1, "c1".into()), (2, "c2".into()), (3, "c3".into())]
+    );
+    assert_eq!(
+        git(p, &["ls-tree", "-r", "--name-only", "replan-history"]),
+        "planning_history/issues/42.jsonl"
+    );
+
+    // The checkout is as it was.
+    assert_eq!(git(p, &["symbolic-ref", "HEAD"]), "refs/heads/main");
+    assert_eq!(git(p, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(p, &["status", "--porcelain"]), status);
+    assert_eq!(git(p, &["diff", "--cached"]), staged);
+    assert!(!p.join("planning_history").exists());
+
+    assert_eq!(history.threads_blocking().unwrap(), [thread]);
+    let loaded = history.load_blocking(&thread).unwrap();
+    assert_eq!(loaded.version, second.commit);
+    assert_eq!(comment_ids(&loaded.text).len(), 3);
+}
+
+#[test]
+fn git_branch_history_reappends_when_the_branch_moves_underneath() {
+    let repo = repo_with_work_in_progress();
+    let p = repo.path().to_path_buf();
+    let thread = ThreadRef::issue(5);
+    git_history(&p)
+        .append_blocking(&thread, &[checklist("r0", "base")])
+        .unwrap();
+
+    let mut racer = git_history(&p);
+    let other = git_history(&p);
+    racer.before_update_ref = Some(Arc::new(move |attempt| {
+        if attempt == 0 {
+            other
+                .append_blocking(
+                    &thread,
+                    &[checklist("other", "o1"), checklist("other", "o2")],
+                )
+                .unwrap();
+        }
+    }));
+    let outcome = racer
+        .append_blocking(&thread, &[checklist("mine", "m1"), checklist("mine", "m2")])
+        .unwrap();
+    assert_eq!(outcome.conflicts, 1);
+    assert_eq!(outcome.first_seq, 4);
+    let file = git(
+        &p,
+        &["show", "replan-history:planning_history/issues/5.jsonl"],
+    );
+    assert_eq!(
+        comment_ids(&file),
+        [
+            (1, "base".into()),
+            (2, "o1".into()),
+            (3, "o2".into()),
+            (4, "m1".into()),
+            (5, "m2".into())
+        ]
+    );
+    assert_eq!(git(&p, &["rev-list", "--count", "replan-history"]), "3");
+}
+
+#[test]
+fn git_branch_history_gives_up_after_bounded_conflicts() {
+    let repo = repo_with_work_in_progress();
+    let p = repo.path().to_path_buf();
+    let thread = ThreadRef::issue(6);
+    let mut racer = git_history(&p);
+    racer.max_attempts = 2;
+    let other = git_history(&p);
+    racer.before_update_ref = Some(Arc::new(move |_| {
+        other
+            .append_blocking(&thread, &[checklist("other", "o")])
+            .unwrap();
+    }));
+    let err = racer
+        .append_blocking(&thread, &[checklist("mine", "m")])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "could not append to planning_history/issues/6.jsonl after 2 attempts: the history branch kept moving"
+    );
+    // The other writer's lines are all there.
+    let file = git(
+        &p,
+        &["show", "replan-history:planning_history/issues/6.jsonl"],
+    );
+    assert_eq!(comment_ids(&file), [(1, "o".into()), (2, "o".into())]);
+}
+
+#[test]
+fn git_branch_history_pushes_and_reappends_after_a_rejected_push() {
+    let remote = tempfile::tempdir().unwrap();
+    git(remote.path(), &["init", "-q", "--bare"]);
+    let clone = |name: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let _ = name;
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(
+            dir.path(),
+            &["remote", "add", "origin", remote.path().to_str().unwrap()],
+        );
+        dir
+    };
+    let a_dir = clone("a");
+    let b_dir = clone("b");
+    let thread = ThreadRef::issue(9);
+    let with_remote = |p: &Path| {
+        let mut h = git_history(p);
+        h.push_remote = Some("origin".into());
+        h
+    };
+    with_remote(a_dir.path())
+        .append_blocking(&thread, &[checklist("a", "a1")])
+        .unwrap();
+    let b = with_remote(b_dir.path());
+    let mut a = with_remote(a_dir.path());
+    a.before_update_ref = Some(Arc::new(move |attempt| {
+        if attempt == 0 {
+            b.append_blocking(&thread, &[checklist("b", "b1")]).unwrap();
+        }
+    }));
+    let outcome = a.append_blocking(&thread, &[checklist("a", "a2")]).unwrap();
+    assert_eq!(outcome.conflicts, 1);
+    let file = git(
+        remote.path(),
+        &["show", "replan-history:planning_history/issues/9.jsonl"],
+    );
+    assert_eq!(
+        comment_ids(&file),
+        [(1, "a1".into()), (2, "b1".into()), (3, "a2".into())]
+    );
+}
+
+// ---------------------------------------------------------------- export and stats
+
+fn crafted_history() -> Vec<Entry> {
+    let bodies = vec![
+        (
+            "r1",
+            EntryBody::RunStarted {
+                request: request("alice", "start"),
+            },
+        ),
+        (
+            "r1",
+            EntryBody::Plan {
+                version: 1,
+                plan: Box::new(plan(&["task_1", "task_2"])),
+            },
+        ),
+        (
+            "r1",
+            decision(
+                "d1",
+                Phase::Execution,
+                ReplanType::PartialReplan,
+                0.85,
+                true,
+                None,
+                1200,
+            ),
+        ),
+        (
+            "r1",
+            decision(
+                "d2",
+                Phase::Reflection,
+                ReplanType::PlanRevision,
+                0.4,
+                false,
+                Some("confidence below threshold"),
+                800,
+            ),
+        ),
+        (
+            "r1",
+            decision(
+                "d3",
+                Phase::Execution,
+                ReplanType::FullReplan,
+                0.2,
+                false,
+                Some("confidence below threshold"),
+                400,
+            ),
+        ),
+        (
+            "r1",
+            decision(
+                "d4",
+                Phase::TaskDecomposition,
+                ReplanType::None,
+                0.6,
+                false,
+                None,
+                600,
+            ),
+        ),
+        (
+            "r1",
+            EntryBody::Revision {
+                version: 2,
+                reason: "README moved to docs/".into(),
+                changes: vec![],
+                updated_plan: Box::new(plan(&["task_1", "task_3"])),
+                replan_type: ReplanType::PartialReplan,
+                trigger: Some(ReplanTrigger::TaskFailed),
+            },
+        ),
+        (
+            "r1",
+            EntryBody::Reflection {
+                reflection: Reflection {
+                    action_id: "task_1_action_1".into(),
+                    status: ReflectionStatus::Failure,
+                    evaluation: "file not found".into(),
+                    plan_revision_needed: true,
+                    ..Default::default()
+                },
+                plan_revision: None,
+            },
+        ),
+        (
+            "r1",
+            EntryBody::Question {
+                questions: vec!["Which README should change?".into()],
+                context: "two READMEs".into(),
+                assumptions: vec!["the top-level one".into()],
+                phase: Phase::GoalUnderstanding,
+            },
+        ),
+        (
+            "r1",
+            EntryBody::Usage {
+                usage: usage(3, 1000, 200, 0.02),
+            },
+        ),
+        (
+            "r1",
+            EntryBody::RunFinished {
+                status: RunStatus::WaitingForAnswer,
+                usage: usage(3, 1000, 200, 0.02),
+                pull_request: None,
+            },
+        ),
+        (
+            "r2",
+            EntryBody::RunStarted {
+                request: request("alice", "answer"),
+            },
+        ),
+        (
+            "r2",
+            EntryBody::Answer {
+                author: "alice".into(),
+                text: "docs/README.md".into(),
+                assumed: false,
+            },
+        ),
+        (
+            "r2",
+            EntryBody::Approval {
+                request_id: "ap1".into(),
+                decision: None,
+                author: None,
+                reason: None,
+                subject: serde_json::json!({"decision": "d2"}),
+            },
+        ),
+        (
+            "r2",
+            EntryBody::Approval {
+                request_id: "ap1".into(),
+                decision: Some(ApprovalDecision::Approved),
+                author: Some("bob".into()),
+                reason: None,
+                subject: serde_json::Value::Null,
+            },
+        ),
+        (
+            "r2",
+            EntryBody::TaskState {
+                task_id: "task_1".into(),
+                state: TaskState::Done,
+                replanning_info: None,
+                note: None,
+            },
+        ),
+        (
+            "r2",
+            EntryBody::TaskState {
+                task_id: "task_3".into(),
+                state: TaskState::Blocked,
+                replanning_info: None,
+                note: Some("no access".into()),
+            },
+        ),
+        (
+            "r2",
+            EntryBody::Usage {
+                usage: usage(2, 500, 100, 0.01),
+            },
+        ),
+        (
+            "r2",
+            EntryBody::Completion {
+                completion: Box::new(Completion {
+                    phase: "completion".into(),
+                    status: None,
+                    summary: CompletionSummary {
+                        goal_achieved: true,
+                        tasks_completed: 1,
+                        tasks_failed: 1,
+                        key_outcomes: vec!["README fixed".into()],
+                        ..Default::default()
+                    },
+                    done: true,
+                    comment: None,
+                }),
+            },
+        ),
+        (
+            "r2",
+            EntryBody::RunFinished {
+                status: RunStatus::Completed,
+                usage: usage(2, 500, 100, 0.01),
+                pull_request: Some("https://example.com/pr/1".into()),
+            },
+        ),
+    ];
+    bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, (run, body))| entry(i as u64 + 1, run, body))
+        .collect()
+}
+
+#[test]
+fn stats_count_decisions_runs_tasks_and_usage() {
+    let s = stats(&crafted_history(), 1);
+    assert_eq!(s.entries, 20);
+    assert_eq!(s.corrupt_lines, 1);
+    assert_eq!(
+        (s.runs_started, s.runs_finished, s.runs_completed),
+        (2, 2, 1)
+    );
+    assert_eq!(s.run_success_rate, Some(0.5));
+    assert_eq!(s.plan_version, 2);
+    assert_eq!(s.plan_revisions, 1);
+    assert_eq!(s.decisions, 4);
+    assert_eq!(
+        s.replans_by_phase.into_iter().collect::<Vec<_>>(),
+        [("execution".to_string(), 2), ("reflection".to_string(), 1)]
+    );
+    assert_eq!(
+        s.replans_by_type.into_iter().collect::<Vec<_>>(),
+        [
+            ("full_replan".to_string(), 1),
+            ("partial_replan".to_string(), 1),
+            ("plan_revision".to_string(), 1)
+        ]
+    );
+    assert_eq!((s.decisions_executed, s.decisions_overridden), (1, 2));
+    assert_eq!(
+        s.override_reasons.into_iter().collect::<Vec<_>>(),
+        [("confidence below threshold".to_string(), 2)]
+    );
+    assert_eq!(
+        (
+            s.confidence.high,
+            s.confidence.medium,
+            s.confidence.low,
+            s.confidence.very_low
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(s.average_decision_duration_ms, Some(750.0));
+    // Current plan: task_1 (done), task_3 (blocked).
+    assert_eq!((s.tasks_done, s.tasks_total), (1, 2));
+    assert_eq!(s.task_success_rate, Some(0.5));
+    assert_eq!(s.usage.calls, 5);
+    assert_eq!(s.usage.prompt_tokens + s.usage.completion_tokens, 1800);
+    assert!((s.usage.cost_usd - 0.03).abs() < 1e-9);
+    assert_eq!((s.questions, s.answers), (1, 1));
+    assert_eq!((s.approvals_requested, s.approvals_granted), (1, 1));
+}
+
+fn crafted_text_with_a_corrupt_line() -> String {
+    let lines: Vec<String> = crafted_history().iter().map(to_line).collect();
+    format!(
+        "{}\nthis is not json\n{}\n",
+        lines[..3].join("\n"),
+        lines[3..].join("\n")
+    )
+}
+
+#[test]
+fn every_export_format_renders_the_history() {
+    let text = crafted_text_with_a_corrupt_line();
+    let thread = ThreadRef::issue(12);
+
+    let md = export(&thread, &text, ExportFormat::Markdown);
+    assert_eq!(md.corrupt.len(), 1);
+    let b = &md.body;
+    assert!(b.starts_with("# Replan history: issue #12\n"), "{b}");
+    assert!(b.contains("- Entries: 20 (1 corrupt lines skipped)"), "{b}");
+    assert!(b.contains("## Run `r1`"), "{b}");
+    assert!(
+        b.contains("Requested by @alice (start, event `issues`)"),
+        "{b}"
+    );
+    assert!(b.contains("### Plan v1"), "{b}");
+    assert!(b.contains("| task_2 | do task_2 |"), "{b}");
+    assert!(b.contains("### Plan v2 — revision (partial_replan)"), "{b}");
+    assert!(b.contains("**Reason:** README moved to docs/"), "{b}");
+    assert!(b.contains("### Decision `d1`"), "{b}");
+    assert!(b.contains("- Phase: execution\n- Replan needed: yes\n- Type: partial_replan\n- Confidence: 0.85\n- Executed: yes"), "{b}");
+    assert!(b.contains("- Override: confidence below threshold"), "{b}");
+    assert!(b.contains("### Reflection on `task_1_action_1`"), "{b}");
+    assert!(b.contains("- Which README should change?"), "{b}");
+    assert!(b.contains("### Answer by @alice"), "{b}");
+    assert!(b.contains("- Approval `ap1` requested"), "{b}");
+    assert!(b.contains("- Approval `ap1` approved by @bob"), "{b}");
+    assert!(b.contains("### Completion"), "{b}");
+    assert!(b.contains("- Goal achieved: yes"), "{b}");
+    assert!(b.contains("**Run finished: completed**"), "{b}");
+    assert!(b.contains("| task_3 | BLOCKED |"), "{b}");
+    assert!(
+        b.contains("5 LLM calls, 1500 prompt + 300 completion tokens, $0.0300"),
+        "{b}"
+    );
+    assert!(b.contains("- line 4: not valid JSON"), "{b}");
+
+    let parsed = jsonl::parse(&text);
+    let show = replan::history::export::summary(&thread, &parsed.entries, &parsed.corrupt);
+    assert!(
+        show.starts_with("issue #12: 20 entries, 2 runs, 1 corrupt lines skipped\n"),
+        "{show}"
+    );
+    assert!(
+        show.contains("last run: r2 by @alice (answer) → completed"),
+        "{show}"
+    );
+    assert!(
+        show.contains("plan v2 (1 revisions): Fix the README typo"),
+        "{show}"
+    );
+    assert!(show.contains("  [x] task_1 do task_1 (DONE)"), "{show}");
+    assert!(show.contains("  [!] task_3 do task_3 (BLOCKED)"), "{show}");
+
+    let json = export(&thread, &text, ExportFormat::Json);
+    let v: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(
+        v["thread"],
+        serde_json::json!({"kind": "issues", "number": 12})
+    );
+    assert_eq!(v["entries"].as_array().unwrap().len(), 20);
+    assert_eq!(v["entries"][2]["type"], "replan_decision");
+    assert_eq!(v["entries"][2]["llm_decision"]["confidence"], 0.85);
+    assert_eq!(v["corrupt_lines"][0]["line_no"], 4);
+    assert_eq!(v["state"]["plan_version"], 2);
+    assert_eq!(v["state"]["tasks"]["task_1"], "DONE");
+    assert_eq!(v["state"]["last_status"], "completed");
+
+    let jsonl_out = export(&thread, &text, ExportFormat::Jsonl);
+    let expected: String = crafted_history()
+        .iter()
+        .map(|e| to_line(e) + "\n")
+        .collect();
+    assert_eq!(jsonl_out.body, expected);
+    assert_eq!(jsonl_out.corrupt[0].raw_prefix, "this is not json");
+
+    let st = export(&thread, &text, ExportFormat::Stats);
+    assert!(
+        st.body
+            .contains("Runs:               2 started, 2 finished, 1 completed (success rate 50 %)"),
+        "{}",
+        st.body
+    );
+    assert!(
+        st.body
+            .contains("Confidence:         ≥0.8: 1, 0.5–0.8: 1, 0.3–0.5: 1, <0.3: 1"),
+        "{}",
+        st.body
+    );
+    assert!(
+        st.body
+            .contains("Override reasons:   confidence below threshold 2"),
+        "{}",
+        st.body
+    );
+    let sj = export(&thread, &text, ExportFormat::StatsJson);
+    let v: serde_json::Value = serde_json::from_str(&sj.body).unwrap();
+    assert_eq!(v["decisions"], 4);
+    assert_eq!(v["replans_by_type"]["full_replan"], 1);
+    assert_eq!(v["confidence"]["very_low"], 1);
+    assert_eq!(
+        "stats-json".parse::<ExportFormat>(),
+        Ok(ExportFormat::StatsJson)
+    );
+    assert!(
+        "xml"
+            .parse::<ExportFormat>()
+            .unwrap_err()
+            .contains("use md, json, jsonl")
+    );
+}
+
+// ---------------------------------------------------------------- prune
+
+#[tokio::test]
+async fn prune_archives_an_old_thread_and_keeps_a_live_one_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = tempfile::tempdir().unwrap();
+    let history = LocalHistory::new(dir.path(), "planning_history");
+    let now = t0() + Duration::days(200);
+    let old = ThreadRef::issue(1);
+    let live = ThreadRef::issue(2);
+    // Old thread: everything from t0, with a corrupt line that must reach the archive too.
+    let old_text = format!(
+        "{}\n{{broken\n{}\n",
+        to_line(&entry(1, "r", varied_body(0))),
+        to_line(&entry(2, "r", varied_body(8)))
+    );
+    history.rewrite(&old, &old_text).await.unwrap();
+    // Live thread: old entries and one from yesterday.
+    let mut recent = entry(3, "r2", varied_body(8));
+    recent.ts = now - Duration::days(1);
+    let live_text = format!(
+        "{}\n{}\n{}\n",
+        to_line(&entry(1, "r", varied_body(0))),
+        to_line(&entry(2, "r", varied_body(8))),
+        to_line(&recent)
+    );
+    history.rewrite(&live, &live_text).await.unwrap();
+
+    let mut options = PruneOptions::retention_days(90, now);
+    options.archive_dir = Some(archive.path().to_path_buf());
+
+    let dry = PruneOptions {
+        dry_run: true,
+        ..options.clone()
+    };
+    let report = prune(&history, &dry).await.unwrap();
+    assert_eq!(report.retired.len(), 1);
+    assert_eq!(history.threads().await.unwrap(), [old, live]);
+
+    let report = prune(&history, &options).await.unwrap();
+    let archived = archive.path().join("issues-1.jsonl");
+    assert_eq!(report.retired, [(old, Some(archived.clone()))]);
+    assert_eq!(report.kept, [live]);
+    assert_eq!(std::fs::read_to_string(&archived).unwrap(), old_text);
+    assert_eq!(history.threads().await.unwrap(), [live]);
+    assert_eq!(history.load(&live).await.unwrap().text, live_text);
+    assert!(report.to_string().contains("retired #1: archived to"));
+}
+
+// ---------------------------------------------------------------- store
+
+#[tokio::test]
+async fn the_store_assigns_envelopes_and_flushes_every_n_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let thread = ThreadRef::issue(4);
+    // An earlier run asked a question and finished waiting for the answer.
+    let earlier: Vec<Entry> = crafted_history().into_iter().take(11).collect();
+    backend.append(&thread, &earlier).await.unwrap();
+
+    let mut store = HistoryStore::open(backend.clone(), thread, "run-77-1", 3)
+        .await
+        .unwrap()
+        .with_clock(Arc::new(|| {
+            Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).unwrap()
+        }));
+    assert_eq!(
+        store
+            .get_latest_plan()
+            .map(|(v, p)| (v, p.subtask_ids().count())),
+        Some((2, 2))
+    );
+    assert_eq!(store.get_revision_history().len(), 1);
+    assert_eq!(store.get_all_reflections().len(), 1);
+    let past = store.get_past_executions();
+    assert_eq!(past.len(), 1);
+    assert_eq!(past[0].run_id, "r1");
+    assert_eq!(past[0].request.as_ref().unwrap().request, "start");
+    assert_eq!(past[0].status, Some(RunStatus::WaitingForAnswer));
+    assert_eq!(past[0].plan_versions, [1, 2]);
+    assert_eq!(past[0].decisions, 4);
+    assert_eq!(past[0].questions, ["Which README should change?"]);
+
+    let lines = || async {
+        jsonl::parse(&backend.load(&thread).await.unwrap().text)
+            .entries
+            .len()
+    };
+    for i in 0..5 {
+        let e = store
+            .append(EntryBody::Checklist {
+                comment_id: format!("c{i}"),
+            })
+            .await
+            .unwrap();
+        assert_eq!(e.seq, 12 + i);
+        assert_eq!(e.run_id, "run-77-1");
+        assert_eq!(e.v, SCHEMA_VERSION);
+    }
+    // Three were flushed together; two wait.
+    assert_eq!(lines().await, 14);
+    assert_eq!(store.unflushed(), 2);
+    store.flush().await.unwrap();
+    assert_eq!(lines().await, 16);
+    assert_eq!(store.state().checklist_comment_id.as_deref(), Some("c4"));
+    let reloaded = replan::history::store::load(backend.as_ref(), &thread)
+        .await
+        .unwrap();
+    assert_eq!(reloaded.state, *store.state());
+    assert_eq!(reloaded.entries, store.entries());
+}
+
+#[tokio::test]
+async fn git_branch_history_prunes_through_rewrite() {
+    let repo = repo_with_work_in_progress();
+    let history = git_history(repo.path());
+    let old = ThreadRef::issue(1);
+    let live = ThreadRef::issue(2);
+    let mut fresh = checklist("r", "new");
+    fresh.ts = t0() + Duration::days(199);
+    history
+        .append(&old, &[checklist("r", "old")])
+        .await
+        .unwrap();
+    history.append(&live, &[fresh]).await.unwrap();
+    let report = prune(
+        &history,
+        &PruneOptions::retention_days(90, t0() + Duration::days(200)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.retired, [(old, None)]);
+    assert_eq!(history.threads().await.unwrap(), [live]);
+    assert_eq!(
+        git(
+            repo.path(),
+            &["ls-tree", "-r", "--name-only", "replan-history"]
+        ),
+        "planning_history/issues/2.jsonl"
+    );
+}
+
+#[test]
+fn git_branch_history_keeps_lines_that_are_not_utf8() {
+    let repo = repo_with_work_in_progress();
+    let p = repo.path();
+    git(p, &["stash", "-q"]);
+    git(p, &["switch", "-q", "--orphan", "replan-history"]);
+    let original: Vec<u8> = [
+        to_line(&checklist("r", "c1")).as_bytes(),
+        b"\n{\"v\":1,\"broken\xff\xfe\n",
+    ]
+    .concat();
+    std::fs::create_dir_all(p.join("planning_history/issues")).unwrap();
+    std::fs::write(p.join("planning_history/issues/1.jsonl"), &original).unwrap();
+    git(p, &["add", "planning_history"]);
+    git(p, &["commit", "-q", "-m", "hand-written history"]);
+    git(p, &["switch", "-q", "main"]);
+
+    let outcome = git_history(p)
+        .append_blocking(&ThreadRef::issue(1), &[checklist("r2", "c2")])
+        .unwrap();
+    assert_eq!(outcome.first_seq, 2);
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(p)
+        .args([
+            "cat-file",
+            "blob",
+            "replan-history:planning_history/issues/1.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.stdout.starts_with(&original));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let parsed = jsonl::parse(&text);
+    assert_eq!(parsed.entries.len(), 2);
+    assert_eq!(parsed.corrupt.len(), 1);
+}
