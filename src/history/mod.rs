@@ -2,8 +2,19 @@
 
 pub mod backend;
 pub mod entry;
+pub mod export;
+pub mod git_branch;
+pub mod jsonl;
+pub mod local;
+pub mod prune;
 pub mod state;
+pub mod stats;
+pub mod store;
 
 pub use backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
 pub use entry::{Entry, EntryBody, SCHEMA_VERSION};
+pub use git_branch::GitBranchHistory;
+pub use jsonl::{CorruptLine, ParsedHistory};
+pub use local::LocalHistory;
 pub use state::{SessionState, apply, replay};
+pub use store::HistoryStore;

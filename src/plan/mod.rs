@@ -1,5 +1,9 @@
 //! The plan: the seeds' data model, its validation and its dependency graph.
 
+pub mod diff;
+pub mod file;
+pub mod graph;
 pub mod model;
+pub mod validate;
 
 pub use model::*;

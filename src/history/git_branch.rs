@@ -1,0 +1,441 @@
+//! History files on an orphan branch of a local repository, written with `git` plumbing only: the
+//! work tree, the index and the checked-out branch are never touched.
+//!
+//! An append reads the branch tip, writes the new blob, builds a tree in a temporary index, makes a
+//! commit and moves the branch with `git update-ref <ref> <new> <old>`: that `<old>` is the
+//! compare-and-swap. When another writer moved the branch first, the append starts again from the
+//! new tip (bounded), renumbering its entries after the last `seq` there.
+
+use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use super::entry::Entry;
+use super::jsonl;
+use crate::trigger::{ThreadKind, ThreadRef};
+use async_trait::async_trait;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+pub const DEFAULT_BRANCH: &str = "replan-history";
+
+/// Called with the attempt number after a commit is made and before `update-ref` (tests use it to
+/// move the branch underneath an append).
+pub type BeforeUpdateRefHook = Arc<dyn Fn(u32) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct GitBranchHistory {
+    repo: PathBuf,
+    branch: String,
+    directory: String,
+    /// Push the branch here after every change (e.g. `origin`).
+    pub push_remote: Option<String>,
+    pub max_attempts: u32,
+    /// Identity for history commits when neither `GIT_AUTHOR_*` nor git config provides one.
+    pub fallback_identity: (String, String),
+    #[doc(hidden)]
+    pub before_update_ref: Option<BeforeUpdateRefHook>,
+}
+
+impl std::fmt::Debug for GitBranchHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitBranchHistory")
+            .field("repo", &self.repo)
+            .field("branch", &self.branch)
+            .field("directory", &self.directory)
+            .field("push_remote", &self.push_remote)
+            .finish()
+    }
+}
+
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl GitBranchHistory {
+    pub fn new(
+        repo: impl Into<PathBuf>,
+        branch: impl Into<String>,
+        directory: impl Into<String>,
+    ) -> Self {
+        GitBranchHistory {
+            repo: repo.into(),
+            branch: branch.into(),
+            directory: directory.into(),
+            push_remote: None,
+            max_attempts: 5,
+            fallback_identity: ("replan".into(), "replan@localhost".into()),
+            before_update_ref: None,
+        }
+    }
+
+    fn full_ref(&self) -> String {
+        format!("refs/heads/{}", self.branch)
+    }
+
+    fn git(
+        &self,
+        args: &[&str],
+        stdin: Option<&[u8]>,
+        env: &[(&str, &Path)],
+    ) -> Result<Output, HistoryError> {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.repo).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| HistoryError::Io {
+            what: "running git (is it installed and on PATH?)".into(),
+            source: e,
+        })?;
+        if let Some(input) = stdin {
+            let mut pipe = child.stdin.take().expect("stdin is piped");
+            pipe.write_all(input).map_err(|e| HistoryError::Io {
+                what: format!("writing to git {}", args.join(" ")),
+                source: e,
+            })?;
+        }
+        let out = child.wait_with_output().map_err(|e| HistoryError::Io {
+            what: format!("git {}", args.join(" ")),
+            source: e,
+        })?;
+        Ok(Output {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    fn git_ok(
+        &self,
+        args: &[&str],
+        stdin: Option<&[u8]>,
+        env: &[(&str, &Path)],
+    ) -> Result<String, HistoryError> {
+        let out = self.git(args, stdin, env)?;
+        if out.ok {
+            Ok(out.stdout.trim().to_string())
+        } else {
+            Err(HistoryError::Backend(format!(
+                "git {} failed in {}: {}",
+                args.join(" "),
+                self.repo.display(),
+                out.stderr
+            )))
+        }
+    }
+
+    /// The branch tip, or None when the branch does not exist yet.
+    fn tip(&self) -> Result<Option<String>, HistoryError> {
+        let spec = format!("{}^{{commit}}", self.full_ref());
+        let out = self.git(&["rev-parse", "--verify", "--quiet", &spec], None, &[])?;
+        Ok(out.ok.then(|| out.stdout.trim().to_string()))
+    }
+
+    fn read_at(&self, commit: &str, path: &str) -> Result<String, HistoryError> {
+        let listed = self.git_ok(&["ls-tree", "--name-only", commit, "--", path], None, &[])?;
+        if listed.is_empty() {
+            return Ok(String::new());
+        }
+        let spec = format!("{commit}:{path}");
+        let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
+        if !out.ok {
+            return Err(HistoryError::Backend(format!(
+                "cannot read {spec} in {}: {}",
+                self.repo.display(),
+                out.stderr
+            )));
+        }
+        Ok(out.stdout)
+    }
+
+    pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+        self.fetch()?;
+        let Some(tip) = self.tip()? else {
+            return Ok(LoadedHistory::default());
+        };
+        let text = self.read_at(&tip, &thread.history_path(&self.directory))?;
+        Ok(LoadedHistory {
+            text,
+            version: Some(tip),
+        })
+    }
+
+    /// Commit `new_text(old_text)` as the thread's file, retrying on a concurrent branch move.
+    /// `new_text` returns the new content and the first `seq` it assigned; None deletes the file.
+    fn commit_loop(
+        &self,
+        thread: &ThreadRef,
+        message: &str,
+        mut new_text: impl FnMut(&str) -> (Option<String>, u64),
+    ) -> Result<AppendOutcome, HistoryError> {
+        let path = thread.history_path(&self.directory);
+        self.fetch()?;
+        let mut conflicts = 0;
+        for attempt in 0..self.max_attempts {
+            let old = self.tip()?;
+            let old_text = match &old {
+                Some(c) => self.read_at(c, &path)?,
+                None => String::new(),
+            };
+            let (text, first_seq) = new_text(&old_text);
+            let commit = self.make_commit(old.as_deref(), &path, text.as_deref(), message)?;
+            if let Some(hook) = &self.before_update_ref {
+                hook(attempt);
+            }
+            let expected = old.clone().unwrap_or_default();
+            let out = self.git(
+                &["update-ref", &self.full_ref(), &commit, &expected],
+                None,
+                &[],
+            )?;
+            if !out.ok {
+                if is_ref_conflict(&out.stderr) {
+                    conflicts += 1;
+                    continue;
+                }
+                return Err(HistoryError::Backend(format!(
+                    "git update-ref {} failed in {}: {}",
+                    self.full_ref(),
+                    self.repo.display(),
+                    out.stderr
+                )));
+            }
+            if self.push()? {
+                return Ok(AppendOutcome {
+                    commit: Some(commit),
+                    conflicts,
+                    first_seq,
+                });
+            }
+            // The remote moved: take its branch and apply our change again on top of it.
+            conflicts += 1;
+            self.fetch()?;
+        }
+        Err(HistoryError::ConflictRetriesExhausted {
+            path,
+            attempts: self.max_attempts,
+        })
+    }
+
+    fn make_commit(
+        &self,
+        parent: Option<&str>,
+        path: &str,
+        text: Option<&str>,
+        message: &str,
+    ) -> Result<String, HistoryError> {
+        let temp_index = TempIndex::new();
+        let env = [("GIT_INDEX_FILE", temp_index.0.as_path())];
+        match parent {
+            Some(p) => self.git_ok(&["read-tree", p], None, &env)?,
+            None => self.git_ok(&["read-tree", "--empty"], None, &env)?,
+        };
+        match text {
+            Some(t) => {
+                let blob =
+                    self.git_ok(&["hash-object", "-w", "--stdin"], Some(t.as_bytes()), &[])?;
+                let info = format!("100644,{blob},{path}");
+                self.git_ok(&["update-index", "--add", "--cacheinfo", &info], None, &env)?;
+            }
+            None => {
+                self.git_ok(&["update-index", "--force-remove", "--", path], None, &env)?;
+            }
+        }
+        let tree = self.git_ok(&["write-tree"], None, &env)?;
+        let mut args: Vec<String> = Vec::new();
+        if !self.has_identity()? {
+            let (name, email) = &self.fallback_identity;
+            args.extend([
+                "-c".into(),
+                format!("user.name={name}"),
+                "-c".into(),
+                format!("user.email={email}"),
+            ]);
+        }
+        args.extend(["commit-tree".into(), tree]);
+        if let Some(p) = parent {
+            args.extend(["-p".into(), p.into()]);
+        }
+        args.extend(["-m".into(), message.into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.git_ok(&args, None, &[])
+    }
+
+    /// Whether git already knows who commits; the fallback identity must not override it.
+    fn has_identity(&self) -> Result<bool, HistoryError> {
+        let env = |k| std::env::var_os(k).is_some();
+        if env("GIT_AUTHOR_EMAIL") && env("GIT_COMMITTER_EMAIL") {
+            return Ok(true);
+        }
+        Ok(self.git(&["config", "user.email"], None, &[])?.ok
+            && self.git(&["config", "user.name"], None, &[])?.ok)
+    }
+
+    fn fetch(&self) -> Result<(), HistoryError> {
+        let Some(remote) = &self.push_remote else {
+            return Ok(());
+        };
+        let spec = format!("+{r}:{r}", r = self.full_ref());
+        let out = self.git(&["fetch", "--quiet", remote, &spec], None, &[])?;
+        if !out.ok && !out.stderr.contains("couldn't find remote ref") {
+            return Err(HistoryError::Backend(format!(
+                "git fetch {remote} {} failed: {}",
+                self.branch, out.stderr
+            )));
+        }
+        Ok(())
+    }
+
+    /// Push the branch; false when the remote rejected it because it moved.
+    fn push(&self) -> Result<bool, HistoryError> {
+        let Some(remote) = &self.push_remote else {
+            return Ok(true);
+        };
+        let spec = format!("{r}:{r}", r = self.full_ref());
+        let out = self.git(&["push", "--quiet", remote, &spec], None, &[])?;
+        if out.ok {
+            return Ok(true);
+        }
+        if out.stderr.contains("rejected") || out.stderr.contains("fetch first") {
+            return Ok(false);
+        }
+        Err(HistoryError::Backend(format!(
+            "git push {remote} {} failed: {}",
+            self.branch, out.stderr
+        )))
+    }
+
+    pub fn append_blocking(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError> {
+        let message = format!(
+            "replan: {} {} to {}",
+            entries.len(),
+            if entries.len() == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
+            thread.history_path(&self.directory)
+        );
+        self.commit_loop(thread, &message, |old| {
+            let mut mine = entries.to_vec();
+            let after = jsonl::max_seq(old);
+            (Some(jsonl::append_text(old, &mut mine, after)), after + 1)
+        })
+    }
+
+    pub fn rewrite_blocking(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+    ) -> Result<AppendOutcome, HistoryError> {
+        let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
+        self.commit_loop(thread, &message, |_| {
+            (
+                (!text.is_empty()).then(|| text.to_string()),
+                jsonl::max_seq(text),
+            )
+        })
+    }
+
+    pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+        self.fetch()?;
+        let Some(tip) = self.tip()? else {
+            return Ok(Vec::new());
+        };
+        let dir = self.directory.trim_end_matches('/');
+        let listed = self.git_ok(
+            &["ls-tree", "-r", "--name-only", &tip, "--", dir],
+            None,
+            &[],
+        )?;
+        let mut out: Vec<ThreadRef> = listed
+            .lines()
+            .filter_map(|p| {
+                let rest = p.strip_prefix(dir)?.strip_prefix('/')?;
+                let (kind, file) = rest.split_once('/')?;
+                let number = file.strip_suffix(".jsonl")?.parse().ok()?;
+                Some(ThreadRef {
+                    kind: ThreadKind::from_dir_name(kind)?,
+                    number,
+                })
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// A temporary index file, removed on drop (git creates it; we only pick the name).
+struct TempIndex(PathBuf);
+
+impl TempIndex {
+    fn new() -> Self {
+        TempIndex(std::env::temp_dir().join(format!(
+            "replan-index-{}-{:016x}",
+            std::process::id(),
+            fastrand::u64(..)
+        )))
+    }
+}
+
+impl Drop for TempIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension("lock"));
+    }
+}
+
+fn is_ref_conflict(stderr: &str) -> bool {
+    stderr.contains("but expected")
+        || stderr.contains("already exists")
+        || stderr.contains("cannot lock ref")
+        || stderr.contains("reference already exists")
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+) -> Result<T, HistoryError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| HistoryError::Backend(format!("history task failed: {e}")))?
+}
+
+#[async_trait]
+impl HistoryBackend for GitBranchHistory {
+    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+        let (me, thread) = (self.clone(), *thread);
+        blocking(move || me.load_blocking(&thread)).await
+    }
+
+    async fn append(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError> {
+        let (me, thread, entries) = (self.clone(), *thread, entries.to_vec());
+        blocking(move || me.append_blocking(&thread, &entries)).await
+    }
+
+    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+        let me = self.clone();
+        blocking(move || me.threads_blocking()).await
+    }
+
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
+        let (me, thread, text) = (self.clone(), *thread, text.to_string());
+        blocking(move || me.rewrite_blocking(&thread, &text)).await
+    }
+}

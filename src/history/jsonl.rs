@@ -1,0 +1,291 @@
+//! The JSONL encoding of a thread's history: one entry per line.
+//!
+//! Reading never fails: a line that cannot be used (bad JSON, unknown type, a schema version newer
+//! than this binary, a truncated last line) is reported as a [`CorruptLine`] and skipped. Writers
+//! never remove such lines; they only append after them.
+
+use super::entry::{Entry, SCHEMA_VERSION};
+use serde::Deserialize;
+
+/// A line that could not be read as an entry. The line stays in the file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CorruptLine {
+    /// 1-based line number in the file.
+    pub line_no: usize,
+    pub error: String,
+    /// The start of the line (at most [`RAW_PREFIX_CHARS`] characters), to find it again.
+    pub raw_prefix: String,
+}
+
+pub const RAW_PREFIX_CHARS: usize = 80;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedHistory {
+    pub entries: Vec<Entry>,
+    pub corrupt: Vec<CorruptLine>,
+    /// The highest `seq` in the file, including lines written by a newer schema version, so that
+    /// appended entries never reuse a number.
+    pub max_seq: u64,
+}
+
+/// One entry as a JSON line, without the newline.
+pub fn to_line(entry: &Entry) -> String {
+    serde_json::to_string(entry).expect("history entries always serialise")
+}
+
+/// Entries as JSONL text, each line ending in a newline.
+pub fn to_lines(entries: &[Entry]) -> String {
+    let mut out = String::with_capacity(entries.len() * 256);
+    for e in entries {
+        out.push_str(&to_line(e));
+        out.push('\n');
+    }
+    out
+}
+
+/// The non-blank lines of `text` with their 1-based numbers, and whether each is the last line and
+/// has no terminating newline (a write that was cut off).
+pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
+    let unterminated_last = !text.is_empty() && !text.ends_with('\n');
+    let count = text.lines().count();
+    text.lines()
+        .enumerate()
+        .map(move |(i, l)| (i + 1, l, unterminated_last && i + 1 == count))
+        .filter(|(_, l, _)| !l.trim().is_empty())
+}
+
+/// Parse a whole file. Never fails; see the module documentation.
+pub fn parse(text: &str) -> ParsedHistory {
+    let mut out = ParsedHistory {
+        entries: Vec::with_capacity(text.len() / 400 + 1),
+        ..Default::default()
+    };
+    for (line_no, line, truncated) in lines(text) {
+        match parse_line(line) {
+            Ok(entry) => {
+                out.max_seq = out.max_seq.max(entry.seq);
+                out.entries.push(entry);
+            }
+            Err(LineError { error, seq }) => {
+                if let Some(seq) = seq {
+                    out.max_seq = out.max_seq.max(seq);
+                }
+                let error = if truncated {
+                    format!("truncated last line (no newline at the end): {error}")
+                } else {
+                    error
+                };
+                out.corrupt.push(CorruptLine {
+                    line_no,
+                    error,
+                    raw_prefix: prefix(line),
+                });
+            }
+        }
+    }
+    out
+}
+
+struct LineError {
+    error: String,
+    /// The line's `seq`, when it could still be read (e.g. a newer schema version).
+    seq: Option<u64>,
+}
+
+/// Only read on the error path, to explain why a line failed.
+#[derive(Deserialize)]
+struct Envelope {
+    v: Option<u32>,
+    seq: Option<u64>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+const KNOWN_TYPES: &[&str] = &[
+    "run_started",
+    "plan",
+    "revision",
+    "reflection",
+    "replan_decision",
+    "refinement",
+    "judge",
+    "action",
+    "question",
+    "answer",
+    "approval",
+    "task_state",
+    "task_split",
+    "checklist",
+    "usage",
+    "completion",
+    "run_finished",
+];
+
+fn parse_line(line: &str) -> Result<Entry, LineError> {
+    match serde_json::from_str::<Entry>(line) {
+        Ok(e) if e.v > SCHEMA_VERSION => Err(LineError {
+            error: newer(e.v),
+            seq: Some(e.seq),
+        }),
+        Ok(e) => Ok(e),
+        Err(err) => {
+            let Ok(env) = serde_json::from_str::<Envelope>(line) else {
+                return Err(LineError {
+                    error: format!("not valid JSON: {err}"),
+                    seq: None,
+                });
+            };
+            let error = match (env.v, env.kind.as_deref()) {
+                (Some(v), _) if v > SCHEMA_VERSION => newer(v),
+                (_, Some(kind)) if !KNOWN_TYPES.contains(&kind) => {
+                    format!("unknown entry type \"{kind}\"")
+                }
+                (_, None) => "no \"type\" field".to_string(),
+                _ => format!("entry does not match the schema: {err}"),
+            };
+            Err(LineError {
+                error,
+                seq: env.seq,
+            })
+        }
+    }
+}
+
+fn newer(v: u32) -> String {
+    format!(
+        "written by a newer replan (schema version {v}, this binary reads up to {SCHEMA_VERSION}); upgrade replan to read it"
+    )
+}
+
+fn prefix(line: &str) -> String {
+    match line.char_indices().nth(RAW_PREFIX_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// Append `entries` to the text of a file, renumbering their `seq` after `after_seq`. A last line
+/// without a newline (a cut-off write) is closed first so it stays a line of its own.
+pub fn append_text(existing: &str, entries: &mut [Entry], after_seq: u64) -> String {
+    renumber(entries, after_seq);
+    let mut out = String::with_capacity(existing.len() + entries.len() * 256 + 1);
+    out.push_str(existing);
+    out.push_str(&separator(existing));
+    out.push_str(&to_lines(entries));
+    out
+}
+
+/// What must be written before new lines so they start on a line of their own.
+pub fn separator(existing: &str) -> &'static str {
+    if existing.is_empty() || existing.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    }
+}
+
+pub fn renumber(entries: &mut [Entry], after_seq: u64) {
+    for (i, e) in entries.iter_mut().enumerate() {
+        e.seq = after_seq + 1 + i as u64;
+    }
+}
+
+/// The highest `seq` in a file without building the entries (for appenders).
+pub fn max_seq(text: &str) -> u64 {
+    #[derive(Deserialize)]
+    struct Seq {
+        seq: Option<u64>,
+    }
+    lines(text)
+        .filter_map(|(_, l, _)| serde_json::from_str::<Seq>(l).ok())
+        .filter_map(|s| s.seq)
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::EntryBody;
+    use crate::history::entry::{RunRequest, UsageTotals};
+    use chrono::{TimeZone, Utc};
+
+    fn entry(seq: u64) -> Entry {
+        Entry {
+            v: SCHEMA_VERSION,
+            seq,
+            ts: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+            run_id: "run-1".into(),
+            body: EntryBody::Usage {
+                usage: UsageTotals {
+                    calls: 1,
+                    ..Default::default()
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn a_line_round_trips() {
+        let e = Entry {
+            body: EntryBody::RunStarted {
+                request: RunRequest {
+                    event: "issues".into(),
+                    actor: "alice".into(),
+                    request: "start".into(),
+                    ..Default::default()
+                },
+            },
+            ..entry(1)
+        };
+        let line = to_line(&e);
+        assert!(line.starts_with(r#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05Z","run_id":"run-1","type":"run_started""#), "{line}");
+        assert_eq!(parse(&line).entries, [e]);
+    }
+
+    #[test]
+    fn each_kind_of_corrupt_line_is_reported_and_skipped() {
+        let good = |s| to_line(&entry(s));
+        let future = to_line(&entry(7)).replacen("\"v\":1", "\"v\":2", 1);
+        let unknown =
+            r#"{"v":1,"seq":8,"ts":"2026-01-02T03:04:05Z","run_id":"r","type":"teleport"}"#;
+        let text = format!(
+            "{}\nnot json at all\n{future}\n\n{unknown}\n{}\n{}",
+            good(1),
+            good(2),
+            &good(3)[..20]
+        );
+        let p = parse(&text);
+        assert_eq!(p.entries.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(p.max_seq, 8);
+        let lines: Vec<usize> = p.corrupt.iter().map(|c| c.line_no).collect();
+        assert_eq!(lines, [2, 3, 5, 7]);
+        assert!(p.corrupt[0].error.starts_with("not valid JSON"));
+        assert!(p.corrupt[1].error.contains("schema version 2"));
+        assert_eq!(p.corrupt[2].error, "unknown entry type \"teleport\"");
+        assert!(p.corrupt[3].error.starts_with("truncated last line"));
+        assert_eq!(p.corrupt[3].raw_prefix, &good(3)[..20]);
+    }
+
+    #[test]
+    fn appending_after_a_cut_off_line_keeps_it_on_its_own_line() {
+        let mut new = [entry(1), entry(1)];
+        let text = append_text("{\"v\":1,\"se", &mut new, 4);
+        assert_eq!(new.iter().map(|e| e.seq).collect::<Vec<_>>(), [5, 6]);
+        let p = parse(&text);
+        assert_eq!(p.corrupt.len(), 1);
+        assert_eq!(p.corrupt[0].line_no, 1);
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(max_seq(&text), 6);
+    }
+
+    #[test]
+    fn raw_prefix_is_cut_on_a_character_boundary() {
+        let line = "é".repeat(200);
+        let p = parse(&line);
+        assert_eq!(
+            p.corrupt[0].raw_prefix.chars().count(),
+            RAW_PREFIX_CHARS + 1
+        );
+    }
+}

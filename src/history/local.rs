@@ -1,0 +1,208 @@
+//! History files in a local directory: `<root>/<directory>/<issues|pulls|merge_requests>/<n>.jsonl`.
+//!
+//! Appends hold an exclusive lock on the file (`flock` through `File::lock`), so concurrent
+//! processes serialise and each renumbers its entries after the last `seq` it finds. Rewrites
+//! (prune only) go through a temporary file and a rename; an appender that was waiting on the old
+//! file notices the swap and appends to the new one.
+
+use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use super::entry::Entry;
+use super::jsonl;
+use crate::trigger::{ThreadKind, ThreadRef};
+use async_trait::async_trait;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct LocalHistory {
+    root: PathBuf,
+    directory: String,
+}
+
+impl LocalHistory {
+    /// `directory` is `planning.history.directory` (default `planning_history`).
+    pub fn new(root: impl Into<PathBuf>, directory: impl Into<String>) -> Self {
+        LocalHistory {
+            root: root.into(),
+            directory: directory.into(),
+        }
+    }
+
+    pub fn path(&self, thread: &ThreadRef) -> PathBuf {
+        self.root.join(thread.history_path(&self.directory))
+    }
+
+    pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+        let path = self.path(thread);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(LoadedHistory {
+                version: Some(bytes.len().to_string()),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedHistory::default()),
+            Err(e) => Err(io(&path, e)),
+        }
+    }
+
+    pub fn append_blocking(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError> {
+        let path = self.path(thread);
+        let mut file = open_locked(&path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| io(&path, e))?;
+        let existing = String::from_utf8_lossy(&bytes);
+        let after = jsonl::max_seq(&existing);
+        let mut entries = entries.to_vec();
+        jsonl::renumber(&mut entries, after);
+        let mut out = String::from(jsonl::separator(&existing));
+        out.push_str(&jsonl::to_lines(&entries));
+        file.write_all(out.as_bytes()).map_err(|e| io(&path, e))?;
+        file.sync_data().map_err(|e| io(&path, e))?;
+        Ok(AppendOutcome {
+            commit: None,
+            conflicts: 0,
+            first_seq: after + 1,
+        })
+    }
+
+    /// Replace the file atomically; an empty `text` deletes it.
+    pub fn rewrite_blocking(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+    ) -> Result<AppendOutcome, HistoryError> {
+        let path = self.path(thread);
+        let _lock = open_locked(&path)?;
+        if text.is_empty() {
+            fs::remove_file(&path).map_err(|e| io(&path, e))?;
+        } else {
+            let tmp = path.with_extension(format!("jsonl.tmp-{}", std::process::id()));
+            let write = || -> std::io::Result<()> {
+                let mut f = File::create(&tmp)?;
+                f.write_all(text.as_bytes())?;
+                f.sync_all()?;
+                fs::rename(&tmp, &path)
+            };
+            if let Err(e) = write() {
+                let _ = fs::remove_file(&tmp);
+                return Err(io(&path, e));
+            }
+        }
+        Ok(AppendOutcome {
+            commit: None,
+            conflicts: 0,
+            first_seq: jsonl::max_seq(text),
+        })
+    }
+
+    pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+        let base = self.root.join(&self.directory);
+        let mut out = Vec::new();
+        for kind in [
+            ThreadKind::Issue,
+            ThreadKind::PullRequest,
+            ThreadKind::MergeRequest,
+        ] {
+            let dir = base.join(kind.dir_name());
+            let read = match fs::read_dir(&dir) {
+                Ok(r) => r,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(&dir, e)),
+            };
+            for item in read {
+                let item = item.map_err(|e| io(&dir, e))?;
+                let name = item.file_name();
+                let Some(number) = name
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".jsonl"))
+                    .and_then(|n| n.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                out.push(ThreadRef { kind, number });
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// Open (creating) the file and lock it exclusively. If a rewrite replaced the file while we
+/// waited, the lock is on a file that is no longer at `path`: open the new one and lock again.
+fn open_locked(path: &Path) -> Result<File, HistoryError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+    }
+    loop {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| io(path, e))?;
+        file.lock().map_err(|e| io(path, e))?;
+        if same_file(&file, path) {
+            return Ok(file);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+fn io(path: &Path, source: std::io::Error) -> HistoryError {
+    HistoryError::Io {
+        what: path.display().to_string(),
+        source,
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+) -> Result<T, HistoryError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| HistoryError::Backend(format!("history task failed: {e}")))?
+}
+
+#[async_trait]
+impl HistoryBackend for LocalHistory {
+    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+        let (me, thread) = (self.clone(), *thread);
+        blocking(move || me.load_blocking(&thread)).await
+    }
+
+    async fn append(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError> {
+        let (me, thread, entries) = (self.clone(), *thread, entries.to_vec());
+        blocking(move || me.append_blocking(&thread, &entries)).await
+    }
+
+    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+        let me = self.clone();
+        blocking(move || me.threads_blocking()).await
+    }
+
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
+        let (me, thread, text) = (self.clone(), *thread, text.to_string());
+        blocking(move || me.rewrite_blocking(&thread, &text)).await
+    }
+}
