@@ -8,6 +8,7 @@ pub mod config;
 pub mod engine;
 pub mod forge;
 pub mod history;
+pub mod http;
 pub mod llm;
 pub mod plan;
 pub mod report;

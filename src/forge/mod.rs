@@ -1,6 +1,8 @@
 //! The forge (GitHub, GitLab, or a local directory) behind one trait: threads, comments,
 //! permissions, reactions and pull/merge requests. History storage is `history::HistoryBackend`.
 
+pub mod github;
+
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
