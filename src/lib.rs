@@ -3,6 +3,7 @@
 //! Data flows one way: trigger → gate → config → history replay → engine (LLM, tools, forge) →
 //! report → persist. See ARCHITECTURE.md in the repository for the module map.
 
+pub mod actions;
 pub mod cli;
 pub mod config;
 pub mod engine;

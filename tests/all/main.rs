@@ -3,5 +3,6 @@
 mod support;
 
 mod config;
+mod github;
 mod harness;
 mod trigger;

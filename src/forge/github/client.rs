@@ -257,7 +257,9 @@ impl GitHubClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self.attempt(method.clone(), &url, body, op, attempt - 1).await;
+            let outcome = self
+                .attempt(method.clone(), &url, body, op, attempt - 1)
+                .await;
             match outcome {
                 Attempt::Done(reply) => return Ok(reply),
                 Attempt::Fail(failure) => return Err(failure),
@@ -558,7 +560,10 @@ mod tests {
         let err = GitHubSettings::from_env(&env, "").unwrap_err();
         assert!(err.contains("GITHUB_REPOSITORY"), "{err}");
         env.insert("GITHUB_REPOSITORY".to_owned(), "o/r".to_owned());
-        env.insert("GITHUB_API_URL".to_owned(), "http://127.0.0.1:1/".to_owned());
+        env.insert(
+            "GITHUB_API_URL".to_owned(),
+            "http://127.0.0.1:1/".to_owned(),
+        );
         let settings = GitHubSettings::from_env(&env, "").unwrap();
         assert_eq!(settings.api_url, "http://127.0.0.1:1");
         assert_eq!(settings.repo, "o/r");

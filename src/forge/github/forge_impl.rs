@@ -143,9 +143,7 @@ impl Forge for GitHubForge {
     }
 
     async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
-        let path = self
-            .client
-            .repo_path(&format!("/issues/{}", thread.number));
+        let path = self.client.repo_path(&format!("/issues/{}", thread.number));
         let what = format!("reading {thread}");
         let body = self
             .client
@@ -348,7 +346,10 @@ mod tests {
 
     #[test]
     fn bots_are_recognised_by_type_or_suffix() {
-        let c = comment_from(&json!({"id": 5, "body": "x", "user": {"login": "renovate[bot]", "type": "User"}})).unwrap();
+        let c = comment_from(
+            &json!({"id": 5, "body": "x", "user": {"login": "renovate[bot]", "type": "User"}}),
+        )
+        .unwrap();
         assert!(c.author_is_bot);
         assert_eq!(c.id, "5");
     }

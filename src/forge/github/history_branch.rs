@@ -89,7 +89,9 @@ impl GitHubHistory {
             .pointer("/tree/sha")
             .and_then(Value::as_str)
             .ok_or_else(|| {
-                ForgeError::Other(format!("GitHub answered {what} with a commit without a tree"))
+                ForgeError::Other(format!(
+                    "GitHub answered {what} with a commit without a tree"
+                ))
             })?
             .to_owned();
         Ok(Some(Tip { commit, tree }))
@@ -107,8 +109,14 @@ impl GitHubHistory {
             .unwrap_or_default())
     }
 
-    /// Walks `path` from the root tree; the sha of the last component, if it exists.
-    async fn lookup(&self, root: &str, path: &str) -> Result<Option<String>, ForgeError> {
+    /// Walks `path` from the root tree; the sha of the last component (of type `kind`, `blob`
+    /// or `tree`), if it exists.
+    async fn lookup(
+        &self,
+        root: &str,
+        path: &str,
+        kind: &str,
+    ) -> Result<Option<String>, ForgeError> {
         let mut current = root.to_owned();
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         for (i, part) in parts.iter().enumerate() {
@@ -116,7 +124,8 @@ impl GitHubHistory {
             let last = i + 1 == parts.len();
             let found = entries.iter().find(|e| {
                 e.get("path").and_then(Value::as_str) == Some(part)
-                    && e.get("type").and_then(Value::as_str) == Some(if last { "blob" } else { "tree" })
+                    && e.get("type").and_then(Value::as_str)
+                        == Some(if last { kind } else { "tree" })
             });
             match found.and_then(|e| e.get("sha")).and_then(Value::as_str) {
                 Some(sha) => current = sha.to_owned(),
@@ -148,7 +157,7 @@ impl GitHubHistory {
     }
 
     async fn file_at(&self, tip: &Tip, path: &str) -> Result<String, ForgeError> {
-        match self.lookup(&tip.tree, path).await? {
+        match self.lookup(&tip.tree, path, "blob").await? {
             Some(blob) => self.read_blob(&blob).await,
             None => Ok(String::new()),
         }
@@ -232,7 +241,9 @@ impl GitHubHistory {
                     .send(
                         Method::POST,
                         &self.client.repo_path("/git/refs"),
-                        Some(&json!({ "ref": format!("refs/heads/{}", self.branch), "sha": commit })),
+                        Some(
+                            &json!({ "ref": format!("refs/heads/{}", self.branch), "sha": commit }),
+                        ),
                         self.op(&what),
                     )
                     .await
@@ -240,9 +251,9 @@ impl GitHubHistory {
         };
         match result {
             Ok(_) => Ok(true),
-            Err(Failure { status, message, .. })
-                if status == 409 || (status == 422 && is_moved(&message)) =>
-            {
+            Err(Failure {
+                status, message, ..
+            }) if status == 409 || (status == 422 && is_moved(&message)) => {
                 tracing::info!(
                     "the history branch `{}` moved while we wrote ({message}); reading it again",
                     self.branch
@@ -350,7 +361,7 @@ impl HistoryBackend for GitHubHistory {
             return Ok(Vec::new());
         };
         let Some(dir) = self
-            .lookup(&tip.tree, &self.directory)
+            .lookup(&tip.tree, &self.directory, "tree")
             .await
             .map_err(backend)?
         else {

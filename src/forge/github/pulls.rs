@@ -37,9 +37,8 @@ pub async fn open(
         "body": request.body,
     });
     match client.post(&client.repo_path("/pulls"), &body, op).await {
-        Ok(reply) => pull_ref(&reply).ok_or_else(|| {
-            ForgeError::Other(format!("GitHub answered {what} without a number"))
-        }),
+        Ok(reply) => pull_ref(&reply)
+            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a number"))),
         Err(ForgeError::Unprocessable { message, .. }) if message.contains("already exists") => {
             existing(client, request, op).await?.ok_or_else(|| {
                 ForgeError::Other(format!(
