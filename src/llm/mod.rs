@@ -1,7 +1,14 @@
 //! LLM providers behind one trait.
 
+pub mod scenario;
+pub mod scripted;
+pub mod structured;
 pub mod types;
 
+pub use scripted::ScriptedLlm;
+pub use structured::{
+    StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json, schema_for,
+};
 pub use types::*;
 
 use async_trait::async_trait;

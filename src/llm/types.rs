@@ -19,6 +19,30 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+impl ToolCall {
+    /// Why the arguments cannot be used, when the model sent something other than a JSON object
+    /// (providers keep unparsable argument text as a JSON string so the engine can report it).
+    pub fn arguments_error(&self) -> Option<String> {
+        match &self.arguments {
+            Value::Object(_) => None,
+            Value::String(raw) => Some(match serde_json::from_str::<Value>(raw) {
+                Err(e) => format!(
+                    "the arguments of `{}` are not valid JSON ({e}): {raw}",
+                    self.name
+                ),
+                Ok(_) => format!(
+                    "the arguments of `{}` are not a JSON object: {raw}",
+                    self.name
+                ),
+            }),
+            other => Some(format!(
+                "the arguments of `{}` are not a JSON object: {other}",
+                self.name
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,

@@ -3,6 +3,7 @@
 mod support;
 
 mod config;
+mod engine;
 mod github;
 mod harness;
 mod trigger;

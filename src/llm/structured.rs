@@ -1,0 +1,504 @@
+//! Structured replies: ask for a JSON document, then extract, validate, re-ask once, and hand the
+//! caller a value or a failure it can apply its own fallback to (SPEC F7 parse rules).
+//!
+//! Extraction order: strict parse → first fenced block (```json preferred) → first balanced
+//! `{...}` object. Validation is deserialization into the caller's type; its errors quote the path.
+
+use schemars::JsonSchema;
+use serde::de::{DeserializeOwned, IgnoredAny};
+
+use super::Llm;
+use super::types::{ChatRequest, FinishReason, LlmError, Message, ResponseSchema, TokenUsage};
+
+const REASK_PROMPT: &str = include_str!("../../prompts/structured_reask.md");
+
+/// How many `{` starts the balanced-object scan tries before giving up, so a huge reply full of
+/// braces cannot make extraction quadratic.
+const MAX_OBJECT_STARTS: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct StructuredOptions {
+    /// Re-ask once with the parse/validation error before giving up.
+    pub reask: bool,
+    /// Name of the schema sent to the provider; defaults to the type's schema name.
+    pub schema_name: Option<String>,
+    /// Template of the re-ask message with `{error}` and `{schema}` placeholders.
+    pub reask_prompt: String,
+}
+
+impl Default for StructuredOptions {
+    fn default() -> Self {
+        StructuredOptions {
+            reask: true,
+            schema_name: None,
+            reask_prompt: REASK_PROMPT.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructuredFailure {
+    /// Why the last reply could not be used (and why the first one could not, after a re-ask).
+    pub error: String,
+    /// The last reply exactly as received, for the history entry.
+    pub raw_reply: String,
+}
+
+impl std::fmt::Display for StructuredFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StructuredReply<T> {
+    pub value: Result<T, StructuredFailure>,
+    /// Usage of every call made, the re-ask included.
+    pub usage: TokenUsage,
+    pub cost_usd: f64,
+    pub calls: u32,
+    pub reasked: bool,
+}
+
+/// The JSON Schema of `T`, named for the provider (OpenAI allows `[A-Za-z0-9_-]{1,64}`).
+pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
+    let schema = schemars::schema_for!(T);
+    let mut value = schema.to_value();
+    if let Some(object) = value.as_object_mut() {
+        // Anthropic's input_schema and some OpenAI-compatible servers refuse the meta-schema key.
+        object.remove("$schema");
+    }
+    ResponseSchema {
+        name: sanitize_schema_name(&T::schema_name()),
+        schema: value,
+    }
+}
+
+fn sanitize_schema_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "reply".into()
+    } else {
+        cleaned
+    }
+}
+
+fn is_json(text: &str) -> bool {
+    !text.is_empty() && serde_json::from_str::<IgnoredAny>(text).is_ok()
+}
+
+/// The JSON document in an LLM reply: the whole reply, else the first fenced block that parses
+/// (```json blocks first), else the first balanced `{...}` object that parses.
+pub fn extract_json(text: &str) -> Option<&str> {
+    let trimmed = text.trim();
+    if is_json(trimmed) {
+        return Some(trimmed);
+    }
+    let blocks = fenced_blocks(text);
+    let labelled = blocks.iter().filter(|b| b.is_json_labelled);
+    let others = blocks.iter().filter(|b| !b.is_json_labelled);
+    for block in labelled.chain(others) {
+        let inner = block.content.trim();
+        if is_json(inner) {
+            return Some(inner);
+        }
+    }
+    first_balanced_object(text)
+}
+
+struct FencedBlock<'a> {
+    is_json_labelled: bool,
+    content: &'a str,
+}
+
+/// Code fences opened by a line starting with ``` and closed by a bare ``` line; a fence left
+/// open (a truncated reply) runs to the end of the text.
+fn fenced_blocks(text: &str) -> Vec<FencedBlock<'_>> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(bool, usize)> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset += line.len();
+        let stripped = line.trim();
+        match open {
+            None => {
+                if let Some(info) = stripped.strip_prefix("```") {
+                    let label = info.trim().to_ascii_lowercase();
+                    open = Some((label == "json" || label == "jsonc", offset));
+                }
+            }
+            Some((is_json_labelled, start)) => {
+                if stripped == "```" {
+                    blocks.push(FencedBlock {
+                        is_json_labelled,
+                        content: &text[start..line_start],
+                    });
+                    open = None;
+                }
+            }
+        }
+    }
+    if let Some((is_json_labelled, start)) = open {
+        blocks.push(FencedBlock {
+            is_json_labelled,
+            content: &text[start..],
+        });
+    }
+    blocks
+}
+
+/// The first `{...}` that is balanced (ignoring braces inside JSON strings) and parses.
+fn first_balanced_object(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let starts = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'{')
+        .map(|(i, _)| i)
+        .take(MAX_OBJECT_STARTS);
+    for start in starts {
+        if let Some(end) = balanced_end(bytes, start) {
+            let candidate = &text[start..=end];
+            if is_json(candidate) {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// Index of the `}` closing the `{` at `start`, or `None` when the text ends first.
+fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return (b == b'}').then_some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Extract and validate one reply. The error says what was wrong in words a re-ask can quote.
+pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    if text.trim().is_empty() {
+        return Err("the reply was empty".into());
+    }
+    let Some(json) = extract_json(text) else {
+        return Err(match serde_json::from_str::<IgnoredAny>(text.trim()) {
+            Err(e) if e.is_eof() => format!("the reply is not complete JSON (it ends early: {e})"),
+            Err(e) if text.trim_start().starts_with('{') => {
+                format!("the reply is not valid JSON: {e}")
+            }
+            _ => "the reply contains no JSON object".into(),
+        });
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        format!(
+            "the JSON does not match the expected schema at `{path}`: {}",
+            e.inner()
+        )
+    })
+}
+
+fn reask_message(template: &str, error: &str, schema: &ResponseSchema) -> String {
+    let schema_text = serde_json::to_string_pretty(&schema.schema).unwrap_or_default();
+    template
+        .replace("{error}", error)
+        .replace("{schema}", &schema_text)
+}
+
+/// Ask for a reply of type `T`. Transport errors propagate; an unusable reply (after one re-ask)
+/// comes back as `value: Err(..)` with the raw reply so the caller can log it and fall back.
+pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
+    llm: &dyn Llm,
+    mut request: ChatRequest,
+    opts: &StructuredOptions,
+) -> Result<StructuredReply<T>, LlmError> {
+    let mut schema = request
+        .response_schema
+        .clone()
+        .unwrap_or_else(schema_for::<T>);
+    if let Some(name) = &opts.schema_name {
+        schema.name = sanitize_schema_name(name);
+    }
+    request.response_schema = Some(schema.clone());
+    let purpose = request.purpose.clone();
+
+    let mut usage = TokenUsage::default();
+    let mut cost_usd = 0.0;
+    let mut calls = 0u32;
+    let mut first_error: Option<String> = None;
+    loop {
+        let response = llm.chat(&request).await?;
+        calls += 1;
+        usage.prompt_tokens += response.usage.prompt_tokens;
+        usage.completion_tokens += response.usage.completion_tokens;
+        usage.cached_tokens += response.usage.cached_tokens;
+        cost_usd += response.cost_usd;
+        let raw = response.text.unwrap_or_default();
+        let parsed = parse_reply::<T>(&raw).map_err(|e| {
+            if response.finish_reason == FinishReason::Length {
+                format!("{e} (the reply hit the token limit)")
+            } else {
+                e
+            }
+        });
+        match parsed {
+            Ok(value) => {
+                tracing::debug!(purpose = %purpose, calls, "structured reply parsed and validated");
+                return Ok(StructuredReply {
+                    value: Ok(value),
+                    usage,
+                    cost_usd,
+                    calls,
+                    reasked: first_error.is_some(),
+                });
+            }
+            Err(error) if opts.reask && first_error.is_none() => {
+                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; re-asking once with the error");
+                request.messages.push(Message::assistant(raw));
+                request.messages.push(Message::user(reask_message(
+                    &opts.reask_prompt,
+                    &error,
+                    &schema,
+                )));
+                first_error = Some(error);
+            }
+            Err(error) => {
+                let error = match &first_error {
+                    Some(first) => format!("{error} (after a re-ask; the first reply: {first})"),
+                    None => error,
+                };
+                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; the caller falls back");
+                return Ok(StructuredReply {
+                    value: Err(StructuredFailure {
+                        error,
+                        raw_reply: raw,
+                    }),
+                    usage,
+                    cost_usd,
+                    calls,
+                    reasked: first_error.is_some(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ScriptedLlm;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    struct Decision {
+        should_replan: bool,
+        confidence: f64,
+    }
+
+    #[test]
+    fn strict_json_is_taken_whole() {
+        assert_eq!(extract_json("  {\"a\": 1}\n"), Some("{\"a\": 1}"));
+        assert_eq!(extract_json("[1,2]"), Some("[1,2]"));
+    }
+
+    #[test]
+    fn fenced_json_with_prose_before_and_after() {
+        let text = "Here is my decision:\n```json\n{\"a\": \"}\"}\n```\nHope that helps!";
+        assert_eq!(extract_json(text), Some("{\"a\": \"}\"}"));
+    }
+
+    #[test]
+    fn json_labelled_fence_wins_over_an_earlier_plain_fence() {
+        let text = "```\n{\"plain\": 1}\n```\nand\n```json\n{\"json\": 2}\n```";
+        assert_eq!(extract_json(text), Some("{\"json\": 2}"));
+    }
+
+    #[test]
+    fn nested_fences_fall_back_to_the_balanced_object() {
+        let text = "```markdown\nExample:\n```json\n{\"a\": [1, {\"b\": \"```\"}]}\n```\n```\n";
+        assert_eq!(extract_json(text), Some("{\"a\": [1, {\"b\": \"```\"}]}"));
+    }
+
+    #[test]
+    fn braces_and_escaped_quotes_inside_strings_do_not_confuse_the_scanner() {
+        let text = r#"Sure. {"msg": "a \"quoted\" {brace} and } more", "n": {"x": 1}} trailing {"#;
+        assert_eq!(
+            extract_json(text),
+            Some(r#"{"msg": "a \"quoted\" {brace} and } more", "n": {"x": 1}}"#)
+        );
+    }
+
+    #[test]
+    fn an_unbalanced_brace_in_prose_is_skipped() {
+        let text = "The set {a, b is open. Result: {\"ok\": true}";
+        assert_eq!(extract_json(text), Some("{\"ok\": true}"));
+    }
+
+    #[test]
+    fn truncated_json_and_prose_yield_nothing() {
+        assert_eq!(extract_json("{\"a\": {\"b\": [1, 2"), None);
+        assert_eq!(extract_json("```json\n{\"a\": 1,\n"), None);
+        assert_eq!(extract_json("I think the plan is fine."), None);
+        assert_eq!(extract_json(""), None);
+    }
+
+    #[test]
+    fn parse_errors_say_what_was_wrong() {
+        let e = parse_reply::<Decision>("no json here").unwrap_err();
+        assert_eq!(e, "the reply contains no JSON object");
+        let e = parse_reply::<Decision>("{\"should_replan\": true, \"conf").unwrap_err();
+        assert!(e.contains("ends early"), "{e}");
+        let e =
+            parse_reply::<Decision>("{\"should_replan\": \"yes\", \"confidence\": 1}").unwrap_err();
+        assert!(e.contains("at `should_replan`"), "{e}");
+        let e = parse_reply::<Decision>("{\"should_replan\": true}").unwrap_err();
+        assert!(e.contains("missing field `confidence`"), "{e}");
+    }
+
+    #[test]
+    fn schema_for_names_and_describes_the_type() {
+        let schema = schema_for::<Decision>();
+        assert_eq!(schema.name, "Decision");
+        assert_eq!(schema.schema["type"], "object");
+        assert!(schema.schema.get("$schema").is_none());
+        assert!(schema.schema["properties"]["confidence"].is_object());
+    }
+
+    #[tokio::test]
+    async fn a_fenced_reply_is_used_without_a_reask() {
+        let llm = ScriptedLlm::from_yaml(
+            "steps:\n  - reply: \"Sure:\\n```json\\n{\\\"should_replan\\\": false, \\\"confidence\\\": 0.9}\\n```\"\n    usage: { prompt_tokens: 10, completion_tokens: 5 }\n",
+        )
+        .unwrap();
+        let reply =
+            ask_json::<Decision>(&llm, ChatRequest::default(), &StructuredOptions::default())
+                .await
+                .unwrap();
+        assert_eq!(
+            reply.value.unwrap(),
+            Decision {
+                should_replan: false,
+                confidence: 0.9
+            }
+        );
+        assert_eq!((reply.calls, reply.reasked), (1, false));
+        assert_eq!(reply.usage.prompt_tokens, 10);
+        let sent = llm.requests();
+        assert_eq!(sent[0].response_schema.as_ref().unwrap().name, "Decision");
+    }
+
+    #[tokio::test]
+    async fn prose_then_json_succeeds_after_one_reask_that_quotes_the_error() {
+        let llm = ScriptedLlm::from_yaml(
+            r#"
+steps:
+  - reply: '{"should_replan": true, "confidence": 0.4}'
+    fault: { kind: prose }
+"#,
+        )
+        .unwrap();
+        let mut request = ChatRequest {
+            purpose: "replan_decision.execution".into(),
+            ..Default::default()
+        };
+        request.messages.push(Message::user("decide"));
+        let reply = ask_json::<Decision>(&llm, request, &StructuredOptions::default())
+            .await
+            .unwrap();
+        assert!(reply.value.is_ok());
+        assert_eq!((reply.calls, reply.reasked), (2, true));
+        let second = &llm.requests()[1];
+        assert_eq!(second.messages.len(), 3);
+        assert_eq!(
+            second.messages[1].content,
+            crate::llm::scenario::PROSE_REPLY
+        );
+        let reask = &second.messages[2].content;
+        assert!(
+            reask.contains("the reply contains no JSON object"),
+            "{reask}"
+        );
+        assert!(
+            reask.contains("\"confidence\""),
+            "the schema is quoted: {reask}"
+        );
+    }
+
+    #[tokio::test]
+    async fn wrong_shape_twice_hands_back_the_failure_with_the_raw_reply() {
+        let llm =
+            ScriptedLlm::from_yaml("steps:\n  - fault: { kind: wrong_shape, times: 2 }\n").unwrap();
+        let reply =
+            ask_json::<Decision>(&llm, ChatRequest::default(), &StructuredOptions::default())
+                .await
+                .unwrap();
+        let failure = reply.value.unwrap_err();
+        assert_eq!(failure.raw_reply, crate::llm::scenario::WRONG_SHAPE_REPLY);
+        assert!(failure.error.contains("missing field"), "{}", failure.error);
+        assert!(
+            failure.error.contains("after a re-ask"),
+            "{}",
+            failure.error
+        );
+        assert_eq!((reply.calls, reply.reasked), (2, true));
+    }
+
+    #[tokio::test]
+    async fn without_reask_the_first_failure_is_final() {
+        let llm = ScriptedLlm::from_yaml("steps:\n  - reply: nope\n").unwrap();
+        let opts = StructuredOptions {
+            reask: false,
+            ..Default::default()
+        };
+        let reply = ask_json::<Decision>(&llm, ChatRequest::default(), &opts)
+            .await
+            .unwrap();
+        assert_eq!(reply.value.unwrap_err().raw_reply, "nope");
+        assert_eq!(reply.calls, 1);
+    }
+
+    #[tokio::test]
+    async fn transport_errors_propagate() {
+        let llm =
+            ScriptedLlm::from_yaml("steps:\n  - fault: { kind: status, status: 503 }\n").unwrap();
+        let err = ask_json::<Decision>(&llm, ChatRequest::default(), &StructuredOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Http { status: 503, .. }));
+    }
+}
