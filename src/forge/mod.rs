@@ -2,7 +2,9 @@
 //! permissions, reactions and pull/merge requests. History storage is `history::HistoryBackend`.
 
 pub mod github;
+pub mod gitlab;
 
+use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -145,4 +147,20 @@ pub trait Forge: Send + Sync {
         &self,
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError>;
+
+    /// The user's access as the gate weighs it. A failed look-up becomes
+    /// [`GatePermission::Unknown`] so the gate fails closed. The default maps [`Forge::permission`]
+    /// onto GitHub roles; GitLab overrides it with the member's exact access level, which the
+    /// gate compares with `gitlab.min_access_level`.
+    async fn gate_permission(&self, user: &str) -> GatePermission {
+        match self.permission(user).await {
+            Ok(Permission::Admin) => GatePermission::GitHubAdmin,
+            Ok(Permission::Maintain) => GatePermission::GitHubMaintain,
+            Ok(Permission::Write) => GatePermission::GitHubWrite,
+            Ok(Permission::Triage) => GatePermission::GitHubTriage,
+            Ok(Permission::Read) => GatePermission::GitHubRead,
+            Ok(Permission::None) => GatePermission::None,
+            Err(e) => GatePermission::Unknown(e.to_string()),
+        }
+    }
 }

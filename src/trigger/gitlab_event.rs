@@ -232,7 +232,7 @@ impl Vars<'_> {
 
 /// Project and group access tokens act as users named `project_<id>_bot_<hash>` /
 /// `group_<id>_bot_<hash>`; a few built-in users are bots too.
-fn is_gitlab_bot(username: &str) -> bool {
+pub fn is_gitlab_bot(username: &str) -> bool {
     let lower = username.to_ascii_lowercase();
     ((lower.starts_with("project_") || lower.starts_with("group_")) && lower.contains("_bot"))
         || lower.starts_with("service_account_")

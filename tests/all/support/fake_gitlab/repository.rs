@@ -23,6 +23,7 @@ pub fn route(
         ("GET", ["repository", "branches", name @ ..]) if !name.is_empty() => {
             branch(state, &name.join("/"))
         }
+        ("GET", ["repository", "tree"]) => tree(state, request),
         ("POST", ["repository", "commits"]) => create_commit(state, request),
         ("GET", ["repository", "commits", sha]) => {
             let sha = resolve(state, sha).unwrap_or_else(|| sha.to_string());
@@ -76,6 +77,56 @@ fn file(state: &State, request: &FakeRequest, path: &str) -> FakeResponse {
             "execute_filemode": entry.mode == "100755",
         }),
     )
+}
+
+/// `GET /repository/tree?ref=&path=&recursive=`: the entries under `path`, directories
+/// included, paginated; `404 Tree Not Found` for a missing ref or path, as GitLab answers.
+fn tree(state: &State, request: &FakeRequest) -> FakeResponse {
+    let wanted = request
+        .query_param("ref")
+        .unwrap_or_else(|| state.default_branch.clone());
+    let Some(commit) = resolve(state, &wanted) else {
+        return not_found("Tree");
+    };
+    let root = &state.objects.commit(&commit).expect("a commit").tree;
+    let base = request
+        .query_param("path")
+        .unwrap_or_default()
+        .trim_matches('/')
+        .to_string();
+    let recursive = request.query_param("recursive").as_deref() == Some("true");
+    let leaves = state.objects.flatten(root);
+    let prefix = if base.is_empty() {
+        String::new()
+    } else {
+        format!("{base}/")
+    };
+    let mut entries: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
+    for (path, leaf) in &leaves {
+        let Some(rest) = path.strip_prefix(&prefix) else {
+            continue;
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        for depth in 1..parts.len() {
+            if !recursive && depth > 1 {
+                break;
+            }
+            let dir = format!("{prefix}{}", parts[..depth].join("/"));
+            entries.entry(dir.clone()).or_insert_with(|| {
+                json!({ "id": "", "name": parts[depth - 1], "type": "tree", "path": dir, "mode": "040000" })
+            });
+        }
+        if recursive || parts.len() == 1 {
+            entries.insert(
+                path.clone(),
+                json!({ "id": leaf.sha, "name": parts[parts.len() - 1], "type": "blob", "path": path, "mode": leaf.mode }),
+            );
+        }
+    }
+    if entries.is_empty() && !base.is_empty() {
+        return not_found("Tree");
+    }
+    shapes::paginate(state, request, entries.into_values().collect())
 }
 
 fn raw_file(state: &State, request: &FakeRequest, path: &str) -> FakeResponse {

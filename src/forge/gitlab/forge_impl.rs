@@ -1,0 +1,351 @@
+//! [`Forge`] for GitLab issues and merge requests: notes (listed oldest first, edited with
+//! `PUT`), member access levels, award emoji and merge requests.
+
+use super::client::GitLabClient;
+use crate::forge::{
+    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
+};
+use crate::trigger::gate::Permission as GatePermission;
+use crate::trigger::gitlab_event::is_gitlab_bot;
+use crate::trigger::{ForgeKind, ThreadKind, ThreadRef};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone)]
+pub struct GitLabForge {
+    client: GitLabClient,
+    run_url: Option<String>,
+}
+
+impl GitLabForge {
+    pub fn new(client: GitLabClient, run_url: Option<String>) -> Self {
+        GitLabForge { client, run_url }
+    }
+
+    pub fn client(&self) -> &GitLabClient {
+        &self.client
+    }
+
+    fn thread_path(&self, thread: &ThreadRef) -> Result<String, ForgeError> {
+        let kind = match thread.kind {
+            ThreadKind::Issue => "issues",
+            ThreadKind::MergeRequest => "merge_requests",
+            ThreadKind::PullRequest => {
+                return Err(ForgeError::Other(format!(
+                    "{thread} is a GitHub pull request; GitLab threads are issues and merge requests"
+                )));
+            }
+        };
+        Ok(self
+            .client
+            .project_path(&format!("/{kind}/{}", thread.number)))
+    }
+
+    /// The member's access level in the project (inherited memberships included); 0 when the
+    /// user is not a member or does not exist.
+    pub async fn access_level(&self, username: &str) -> Result<u32, ForgeError> {
+        let username = username.trim().trim_start_matches('@');
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("username", username)
+            .finish();
+        let users = self
+            .client
+            .get(
+                &format!("/users?{query}"),
+                &format!("looking up the user {username}"),
+            )
+            .await?;
+        let Some(id) = users
+            .json
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|u| {
+                u["username"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(username))
+            })
+            .and_then(|u| u["id"].as_u64())
+        else {
+            return Ok(0);
+        };
+        let path = self.client.project_path(&format!("/members/all/{id}"));
+        match self
+            .client
+            .get(&path, &format!("the project membership of {username}"))
+            .await
+        {
+            Ok(member) => member.json["access_level"]
+                .as_u64()
+                .map(|level| level as u32)
+                .ok_or_else(|| {
+                    ForgeError::Other(format!(
+                        "GitLab's membership of {username} has no access_level"
+                    ))
+                }),
+            Err(ForgeError::NotFound { .. }) => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An open merge request from `head` into `base`, if one exists (a rerun opens none twice).
+    async fn existing_merge_request(
+        &self,
+        head: &str,
+        base: &str,
+    ) -> Result<Option<PullRequestRef>, ForgeError> {
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("state", "opened")
+            .append_pair("source_branch", head)
+            .append_pair("target_branch", base)
+            .finish();
+        let list = self
+            .client
+            .get_all(
+                &self.client.project_path(&format!("/merge_requests?{query}")),
+                "listing open merge requests",
+            )
+            .await?;
+        Ok(list.iter().find_map(merge_request_ref))
+    }
+}
+
+/// GitLab levels onto the forge-neutral roles (Planner 15 counts as read, Minimal 5 as none).
+pub fn permission_for_level(level: u32) -> Permission {
+    match level {
+        50.. => Permission::Admin,
+        40..=49 => Permission::Maintain,
+        30..=39 => Permission::Write,
+        20..=29 => Permission::Triage,
+        10..=19 => Permission::Read,
+        _ => Permission::None,
+    }
+}
+
+fn emoji_name(reaction: Reaction) -> &'static str {
+    match reaction {
+        Reaction::Eyes => "eyes",
+        Reaction::ThumbsUp => "thumbsup",
+        Reaction::Rocket => "rocket",
+        Reaction::Confused => "confused",
+    }
+}
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map_or_else(Utc::now, |t| t.with_timezone(&Utc))
+}
+
+fn id_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn note_to_comment(note: &Value) -> Comment {
+    let author = note["author"]["username"].as_str().unwrap_or("").to_owned();
+    Comment {
+        id: id_text(&note["id"]),
+        author_is_bot: note["author"]["bot"].as_bool().unwrap_or(false) || is_gitlab_bot(&author),
+        author,
+        body: note["body"].as_str().unwrap_or("").to_owned(),
+        created_at: time(&note["created_at"]),
+        updated_at: time(&note["updated_at"]),
+    }
+}
+
+fn merge_request_ref(mr: &Value) -> Option<PullRequestRef> {
+    Some(PullRequestRef {
+        number: mr["iid"].as_u64()?,
+        url: mr["web_url"].as_str().unwrap_or("").to_owned(),
+    })
+}
+
+#[async_trait]
+impl Forge for GitLabForge {
+    fn kind(&self) -> ForgeKind {
+        ForgeKind::GitLab
+    }
+
+    fn run_url(&self) -> Option<String> {
+        self.run_url.clone()
+    }
+
+    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+        let path = self.thread_path(thread)?;
+        let item = self.client.get(&path, &format!("reading {thread}")).await?.json;
+        Ok(Thread {
+            thread: *thread,
+            title: item["title"].as_str().unwrap_or("").to_owned(),
+            body: item["description"].as_str().unwrap_or("").to_owned(),
+            author: item["author"]["username"].as_str().unwrap_or("").to_owned(),
+            url: item["web_url"].as_str().unwrap_or("").to_owned(),
+            labels: item["labels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.as_str().or_else(|| l["name"].as_str()))
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+
+    /// People's notes, oldest first. GitLab lists newest first unless told otherwise; system
+    /// notes ("added label …") are not comments and are left out.
+    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
+        let path = format!(
+            "{}/notes?sort=asc&order_by=created_at",
+            self.thread_path(thread)?
+        );
+        let notes = self
+            .client
+            .get_all(&path, &format!("listing the notes of {thread}"))
+            .await?;
+        Ok(notes
+            .iter()
+            .filter(|n| !n["system"].as_bool().unwrap_or(false))
+            .map(note_to_comment)
+            .collect())
+    }
+
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+        let path = format!("{}/notes", self.thread_path(thread)?);
+        let note = self
+            .client
+            .post(
+                &path,
+                &json!({ "body": body }),
+                &format!("posting a note on {thread}"),
+            )
+            .await?;
+        Ok(note_to_comment(&note.json))
+    }
+
+    /// GitLab edits notes with `PUT` (a `POST` or `PATCH` there is a 405).
+    async fn update_comment(
+        &self,
+        thread: &ThreadRef,
+        comment_id: &str,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/notes/{comment_id}", self.thread_path(thread)?);
+        self.client
+            .put(
+                &path,
+                &json!({ "body": body }),
+                &format!("updating note {comment_id} on {thread}"),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
+        Ok(permission_for_level(self.access_level(user).await?))
+    }
+
+    async fn gate_permission(&self, user: &str) -> GatePermission {
+        match self.access_level(user).await {
+            Ok(level) => GatePermission::GitLabAccess(level),
+            Err(e) => GatePermission::Unknown(e.to_string()),
+        }
+    }
+
+    async fn react(
+        &self,
+        thread: &ThreadRef,
+        comment_id: Option<&str>,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError> {
+        let target = match comment_id {
+            Some(id) => format!("{}/notes/{id}/award_emoji", self.thread_path(thread)?),
+            None => format!("{}/award_emoji", self.thread_path(thread)?),
+        };
+        let name = emoji_name(reaction);
+        match self
+            .client
+            .post(
+                &target,
+                &json!({ "name": name }),
+                &format!("awarding :{name}: on {thread}"),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            // GitLab answers a repeated award with 404 "has already been taken".
+            Err(ForgeError::NotFound { what }) if what.contains("already been taken") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens a merge request that deletes its source branch when merged. The body carries the
+    /// closing pattern (`Closes #n`), which GitLab honours like GitHub does.
+    async fn open_pull_request(
+        &self,
+        request: &PullRequestRequest,
+    ) -> Result<PullRequestRef, ForgeError> {
+        let body = json!({
+            "source_branch": request.head,
+            "target_branch": request.base,
+            "title": request.title,
+            "description": request.body,
+            "remove_source_branch": true,
+        });
+        let what = format!(
+            "opening a merge request from {} into {}",
+            request.head, request.base
+        );
+        match self
+            .client
+            .post(&self.client.project_path("/merge_requests"), &body, &what)
+            .await
+        {
+            Ok(created) => merge_request_ref(&created.json).ok_or_else(|| {
+                ForgeError::Other(format!("GitLab answered {what} without an iid"))
+            }),
+            Err(ForgeError::Conflict { .. }) => self
+                .existing_merge_request(&request.head, &request.base)
+                .await?
+                .ok_or_else(|| {
+                    ForgeError::Other(format!(
+                        "GitLab refused {what} as a duplicate, but no open merge request from {} was found",
+                        request.head
+                    ))
+                }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_map_onto_roles() {
+        assert_eq!(permission_for_level(0), Permission::None);
+        assert_eq!(permission_for_level(5), Permission::None);
+        assert_eq!(permission_for_level(10), Permission::Read);
+        assert_eq!(permission_for_level(15), Permission::Read);
+        assert_eq!(permission_for_level(20), Permission::Triage);
+        assert_eq!(permission_for_level(30), Permission::Write);
+        assert_eq!(permission_for_level(40), Permission::Maintain);
+        assert_eq!(permission_for_level(50), Permission::Admin);
+    }
+
+    #[test]
+    fn notes_become_comments_and_bots_are_recognised() {
+        let note = json!({
+            "id": 7, "body": "hi",
+            "author": {"username": "project_101_bot_abc", "bot": false},
+            "created_at": "2024-05-01T12:00:00.000Z", "updated_at": "2024-05-01T12:00:05.000Z"
+        });
+        let c = note_to_comment(&note);
+        assert_eq!(c.id, "7");
+        assert!(c.author_is_bot);
+        assert_eq!(c.updated_at.timestamp() - c.created_at.timestamp(), 5);
+    }
+}

@@ -1,0 +1,65 @@
+//! Which token Replan uses on GitLab. `CI_JOB_TOKEN` reaches only a few endpoints (it cannot
+//! post notes, commit or open merge requests), so it is never used; when it is the only token
+//! present, the error says exactly what to set up instead.
+
+use crate::forge::ForgeError;
+use std::collections::BTreeMap;
+
+pub const TOKEN_VARIABLE: &str = "GITLAB_TOKEN";
+
+/// The access token from `GITLAB_TOKEN`, or an error that names the fix.
+pub fn gitlab_token(env: &BTreeMap<String, String>) -> Result<String, ForgeError> {
+    let present = |name: &str| env.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+    if let Some(token) = present(TOKEN_VARIABLE) {
+        return Ok(token.to_owned());
+    }
+    let setup = "create a project access token (Settings → Access tokens) with the `api` scope and the Developer role, or a personal access token with the `api` scope, and store it in a masked CI/CD variable named GITLAB_TOKEN (Settings → CI/CD → Variables)";
+    if present("CI_JOB_TOKEN").is_some() {
+        return Err(ForgeError::Other(format!(
+            "GITLAB_TOKEN is not set and only CI_JOB_TOKEN is available. GitLab's job token cannot post notes, commit the history branch or open merge requests, so Replan does not use it: {setup}."
+        )));
+    }
+    Err(ForgeError::Other(format!(
+        "GITLAB_TOKEN is not set, so Replan cannot talk to GitLab: {setup}."
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn gitlab_token_wins_over_the_job_token() {
+        let token = gitlab_token(&env(&[
+            ("CI_JOB_TOKEN", "glcbt-x"),
+            ("GITLAB_TOKEN", " glpat-abc "),
+        ]))
+        .unwrap();
+        assert_eq!(token, "glpat-abc");
+    }
+
+    #[test]
+    fn only_a_job_token_is_a_clear_error_without_the_secret() {
+        let err = gitlab_token(&env(&[("CI_JOB_TOKEN", "glcbt-secret"), ("GITLAB_TOKEN", "")]))
+            .unwrap_err()
+            .to_string();
+        for needle in ["CI_JOB_TOKEN", "GITLAB_TOKEN", "`api` scope", "masked", "notes"] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        assert!(!err.contains("glcbt-secret"), "{err}");
+    }
+
+    #[test]
+    fn no_token_at_all_names_the_variable() {
+        let err = gitlab_token(&env(&[])).unwrap_err().to_string();
+        assert!(err.starts_with("GITLAB_TOKEN is not set"), "{err}");
+        assert!(!err.contains("CI_JOB_TOKEN"), "{err}");
+    }
+}
