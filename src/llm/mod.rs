@@ -1,13 +1,21 @@
 //! LLM providers behind one trait.
 
+pub mod anthropic;
+pub mod budget;
+pub mod detect;
+pub mod http;
+pub mod openai;
 pub mod scenario;
 pub mod scripted;
 pub mod structured;
 pub mod types;
 
+pub use budget::{Budgeted, usage_totals};
+pub use detect::{create_budgeted, create_provider, detect_kind};
 pub use scripted::ScriptedLlm;
 pub use structured::{
-    StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json, schema_for,
+    Extraction, StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json,
+    locate_json, parse_reply, schema_for,
 };
 pub use types::*;
 

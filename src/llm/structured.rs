@@ -60,6 +60,13 @@ pub struct StructuredReply<T> {
     pub reasked: bool,
 }
 
+impl<T> StructuredReply<T> {
+    /// Usage of every call this reply took, for the history entry.
+    pub fn totals(&self) -> crate::history::entry::UsageTotals {
+        super::budget::usage_totals(&self.usage, self.cost_usd, u64::from(self.calls))
+    }
+}
+
 /// The JSON Schema of `T`, named for the provider (OpenAI allows `[A-Za-z0-9_-]{1,64}`).
 pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
     let schema = schemars::schema_for!(T);
@@ -97,12 +104,28 @@ fn is_json(text: &str) -> bool {
     !text.is_empty() && serde_json::from_str::<IgnoredAny>(text).is_ok()
 }
 
+/// Where in the reply the JSON document was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extraction {
+    /// The whole reply is JSON.
+    Strict,
+    /// Inside a code fence.
+    Fenced,
+    /// The first balanced `{...}` in prose.
+    BalancedObject,
+}
+
 /// The JSON document in an LLM reply: the whole reply, else the first fenced block that parses
 /// (```json blocks first), else the first balanced `{...}` object that parses.
 pub fn extract_json(text: &str) -> Option<&str> {
+    locate_json(text).map(|(json, _)| json)
+}
+
+/// [`extract_json`] that also says which rule found the document.
+pub fn locate_json(text: &str) -> Option<(&str, Extraction)> {
     let trimmed = text.trim();
     if is_json(trimmed) {
-        return Some(trimmed);
+        return Some((trimmed, Extraction::Strict));
     }
     let blocks = fenced_blocks(text);
     let labelled = blocks.iter().filter(|b| b.is_json_labelled);
@@ -110,10 +133,10 @@ pub fn extract_json(text: &str) -> Option<&str> {
     for block in labelled.chain(others) {
         let inner = block.content.trim();
         if is_json(inner) {
-            return Some(inner);
+            return Some((inner, Extraction::Fenced));
         }
     }
-    first_balanced_object(text)
+    first_balanced_object(text).map(|json| (json, Extraction::BalancedObject))
 }
 
 struct FencedBlock<'a> {
@@ -214,7 +237,7 @@ pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     if text.trim().is_empty() {
         return Err("the reply was empty".into());
     }
-    let Some(json) = extract_json(text) else {
+    let Some((json, found_by)) = locate_json(text) else {
         return Err(match serde_json::from_str::<IgnoredAny>(text.trim()) {
             Err(e) if e.is_eof() => format!("the reply is not complete JSON (it ends early: {e})"),
             Err(e) if text.trim_start().starts_with('{') => {
@@ -223,6 +246,7 @@ pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
             _ => "the reply contains no JSON object".into(),
         });
     };
+    tracing::debug!(?found_by, "JSON document found in the reply");
     let mut deserializer = serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
@@ -332,7 +356,10 @@ mod tests {
 
     #[test]
     fn strict_json_is_taken_whole() {
-        assert_eq!(extract_json("  {\"a\": 1}\n"), Some("{\"a\": 1}"));
+        assert_eq!(
+            locate_json("  {\"a\": 1}\n"),
+            Some(("{\"a\": 1}", Extraction::Strict))
+        );
         assert_eq!(extract_json("[1,2]"), Some("[1,2]"));
     }
 
@@ -442,6 +469,7 @@ steps:
             .unwrap();
         assert!(reply.value.is_ok());
         assert_eq!((reply.calls, reply.reasked), (2, true));
+        assert_eq!(reply.totals().calls, 2);
         let second = &llm.requests()[1];
         assert_eq!(second.messages.len(), 3);
         assert_eq!(

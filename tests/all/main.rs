@@ -6,4 +6,5 @@ mod config;
 mod engine;
 mod github;
 mod harness;
+mod llm;
 mod trigger;

@@ -9,6 +9,7 @@ pub mod fake_gitlab;
 pub mod faults;
 pub mod git;
 pub mod git_objects;
+pub mod llm_server;
 pub mod server;
 
 pub use fake_github::FakeGitHub;
