@@ -3,6 +3,7 @@
 
 pub mod github;
 pub mod gitlab;
+pub mod local;
 
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};

@@ -1,6 +1,25 @@
 //! Tools the model can call during execution, behind one trait, collected in a registry.
 
+pub mod apply_patch;
+pub mod args;
+pub mod blocking;
+pub mod detect;
+pub mod edit_file;
+pub mod env;
+pub mod forge_tools;
+pub mod git;
+pub mod list_files;
+pub mod mcp;
+pub mod output;
+pub mod read_file;
+pub mod registry_builder;
+pub mod run_command;
+pub mod search;
+pub mod workspace;
+pub mod write_file;
+
 use crate::llm::ToolSpec;
+use crate::plan::model::ErrorClassification;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -15,6 +34,21 @@ pub enum ToolErrorKind {
     Timeout,
     InvalidArguments,
     Failed,
+    /// The service behind the tool is temporarily unavailable (rate limit, 5xx, connection).
+    Unavailable,
+}
+
+impl ToolErrorKind {
+    /// Default seed 000 §7.5 class: what a retry of the same call can be expected to do.
+    pub fn classification(self) -> ErrorClassification {
+        match self {
+            ToolErrorKind::Timeout | ToolErrorKind::Unavailable => ErrorClassification::Transient,
+            ToolErrorKind::NotFound
+            | ToolErrorKind::Denied
+            | ToolErrorKind::InvalidArguments
+            | ToolErrorKind::Failed => ErrorClassification::Persistent,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -25,6 +59,10 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    pub fn classification(&self) -> ErrorClassification {
+        self.kind.classification()
+    }
+
     pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
         ToolError {
             kind,

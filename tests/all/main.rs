@@ -2,6 +2,7 @@
 
 mod support;
 
+mod cli;
 mod config;
 mod engine;
 mod github;

@@ -1,0 +1,430 @@
+//! A forge kept in a local directory, for runs from the command line and for tests.
+//!
+//! Layout: `<dir>/threads/<issues|pulls|merge_requests>-<n>.json` holds a thread, its comments
+//! and reactions; `<dir>/pulls.json` lists the pull requests opened. Files are replaced whole
+//! (write then rename) so that an interrupted run never leaves half a file.
+
+use super::{
+    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
+};
+use crate::trigger::{ForgeKind, ThreadRef};
+use async_trait::async_trait;
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const FORGE: &str = "local forge";
+
+/// What one thread file holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocalThreadFile {
+    pub thread: Thread,
+    #[serde(default)]
+    pub comments: Vec<Comment>,
+    #[serde(default)]
+    pub reactions: Vec<RecordedReaction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedReaction {
+    /// None: a reaction to the thread itself.
+    pub comment_id: Option<String>,
+    pub reaction: Reaction,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedPullRequest {
+    pub number: u64,
+    pub url: String,
+    #[serde(flatten)]
+    pub request: PullRequestRequest,
+}
+
+pub struct LocalForge {
+    dir: PathBuf,
+    /// Repository whose branches pull requests are checked against.
+    repo: Option<PathBuf>,
+    local_user: String,
+    bot_name: String,
+    permissions: BTreeMap<String, Permission>,
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl LocalForge {
+    /// A forge in `dir`; the local user (`$USER`, else `local`) is admin.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let local_user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "local".to_owned());
+        LocalForge {
+            dir: dir.into(),
+            repo: None,
+            permissions: BTreeMap::from([(local_user.clone(), Permission::Admin)]),
+            local_user,
+            bot_name: "replan[bot]".to_owned(),
+            lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Check pull request head branches against this git repository.
+    pub fn with_repository(mut self, repo: impl Into<PathBuf>) -> Self {
+        self.repo = Some(repo.into());
+        self
+    }
+
+    /// Replace the permission map (users not in it have `Permission::None`).
+    pub fn with_permissions(mut self, permissions: BTreeMap<String, Permission>) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    pub fn local_user(&self) -> &str {
+        &self.local_user
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn thread_path(&self, thread: &ThreadRef) -> PathBuf {
+        self.dir
+            .join("threads")
+            .join(format!("{}-{}.json", thread.kind.dir_name(), thread.number))
+    }
+
+    fn pulls_path(&self) -> PathBuf {
+        self.dir.join("pulls.json")
+    }
+
+    /// Create (or replace) a thread, e.g. the issue a local run works on.
+    pub async fn create_thread(
+        &self,
+        thread: ThreadRef,
+        title: &str,
+        body: &str,
+        author: &str,
+    ) -> Result<Thread, ForgeError> {
+        let _guard = self.lock.lock().await;
+        let record = Thread {
+            thread,
+            title: title.to_owned(),
+            body: body.to_owned(),
+            author: author.to_owned(),
+            url: format!("file://{}", self.thread_path(&thread).display()),
+            labels: Vec::new(),
+        };
+        self.save(
+            &thread,
+            &LocalThreadFile {
+                thread: record.clone(),
+                comments: Vec::new(),
+                reactions: Vec::new(),
+            },
+        )?;
+        Ok(record)
+    }
+
+    /// Add a comment by someone other than the bot (a person answering, in tests and local runs).
+    pub async fn add_comment_as(
+        &self,
+        thread: &ThreadRef,
+        author: &str,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.append_comment(thread, author, false, body).await
+    }
+
+    /// Everything stored for a thread (comments, reactions).
+    pub async fn thread_file(&self, thread: &ThreadRef) -> Result<LocalThreadFile, ForgeError> {
+        let _guard = self.lock.lock().await;
+        self.load(thread)
+    }
+
+    /// The pull requests opened so far.
+    pub async fn pull_requests(&self) -> Result<Vec<RecordedPullRequest>, ForgeError> {
+        let _guard = self.lock.lock().await;
+        self.load_pulls()
+    }
+
+    async fn append_comment(
+        &self,
+        thread: &ThreadRef,
+        author: &str,
+        is_bot: bool,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let _guard = self.lock.lock().await;
+        let mut file = self.load(thread)?;
+        let next = file
+            .comments
+            .iter()
+            .filter_map(|c| c.id.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let now = Utc::now();
+        let comment = Comment {
+            id: next.to_string(),
+            author: author.to_owned(),
+            author_is_bot: is_bot,
+            body: body.to_owned(),
+            created_at: now,
+            updated_at: now,
+        };
+        file.comments.push(comment.clone());
+        self.save(thread, &file)?;
+        Ok(comment)
+    }
+
+    fn load(&self, thread: &ThreadRef) -> Result<LocalThreadFile, ForgeError> {
+        let path = self.thread_path(thread);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ForgeError::NotFound {
+                    what: format!("thread {thread} ({})", path.display()),
+                }
+            } else {
+                ForgeError::Other(format!("cannot read {}: {e}", path.display()))
+            }
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            ForgeError::Other(format!(
+                "{} is not a valid local thread file: {e}; fix or delete it",
+                path.display()
+            ))
+        })
+    }
+
+    fn save(&self, thread: &ThreadRef, file: &LocalThreadFile) -> Result<(), ForgeError> {
+        let text = serde_json::to_string_pretty(file).expect("thread files serialise");
+        write_replacing(&self.thread_path(thread), &text)
+    }
+
+    fn load_pulls(&self) -> Result<Vec<RecordedPullRequest>, ForgeError> {
+        let path = self.pulls_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                ForgeError::Other(format!(
+                    "{} is not a valid pull request list: {e}",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(ForgeError::Other(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool, ForgeError> {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["rev-parse", "--verify", "--quiet"])
+            .arg(format!("refs/heads/{branch}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| ForgeError::Other(format!("cannot run git: {e}")))?;
+        Ok(status.success())
+    }
+}
+
+fn write_replacing(path: &Path, text: &str) -> Result<(), ForgeError> {
+    let error = |e: std::io::Error| ForgeError::Other(format!("cannot write {}: {e}", path.display()));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(error)?;
+    }
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, text).map_err(error)?;
+    std::fs::rename(&temporary, path).map_err(error)
+}
+
+#[async_trait]
+impl Forge for LocalForge {
+    fn kind(&self) -> ForgeKind {
+        ForgeKind::Local
+    }
+
+    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+        let _guard = self.lock.lock().await;
+        Ok(self.load(thread)?.thread)
+    }
+
+    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
+        let _guard = self.lock.lock().await;
+        Ok(self.load(thread)?.comments)
+    }
+
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+        let bot = self.bot_name.clone();
+        self.append_comment(thread, &bot, true, body).await
+    }
+
+    async fn update_comment(
+        &self,
+        thread: &ThreadRef,
+        comment_id: &str,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        let _guard = self.lock.lock().await;
+        let mut file = self.load(thread)?;
+        let comment = file
+            .comments
+            .iter_mut()
+            .find(|c| c.id == comment_id)
+            .ok_or_else(|| ForgeError::NotFound {
+                what: format!("comment {comment_id} on {thread}"),
+            })?;
+        comment.body = body.to_owned();
+        comment.updated_at = Utc::now();
+        self.save(thread, &file)
+    }
+
+    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
+        Ok(self
+            .permissions
+            .get(user)
+            .copied()
+            .unwrap_or(Permission::None))
+    }
+
+    async fn react(
+        &self,
+        thread: &ThreadRef,
+        comment_id: Option<&str>,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError> {
+        let _guard = self.lock.lock().await;
+        let mut file = self.load(thread)?;
+        if let Some(id) = comment_id
+            && !file.comments.iter().any(|c| c.id == id)
+        {
+            return Err(ForgeError::NotFound {
+                what: format!("comment {id} on {thread}"),
+            });
+        }
+        file.reactions.push(RecordedReaction {
+            comment_id: comment_id.map(str::to_owned),
+            reaction,
+        });
+        self.save(thread, &file)
+    }
+
+    async fn open_pull_request(
+        &self,
+        request: &PullRequestRequest,
+    ) -> Result<PullRequestRef, ForgeError> {
+        let _guard = self.lock.lock().await;
+        if let Some(repo) = &self.repo
+            && !self.branch_exists(repo, &request.head)?
+        {
+            return Err(ForgeError::Unprocessable {
+                forge: FORGE.to_owned(),
+                what: "the pull request".to_owned(),
+                message: format!(
+                    "head branch `{}` does not exist in {}",
+                    request.head,
+                    repo.display()
+                ),
+            });
+        }
+        let mut pulls = self.load_pulls()?;
+        let number = pulls.iter().map(|p| p.number).max().unwrap_or(0) + 1;
+        let url = format!("file://{}#{number}", self.pulls_path().display());
+        pulls.push(RecordedPullRequest {
+            number,
+            url: url.clone(),
+            request: request.clone(),
+        });
+        let text = serde_json::to_string_pretty(&pulls).expect("pull list serialises");
+        write_replacing(&self.pulls_path(), &text)?;
+        Ok(PullRequestRef { number, url })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn comments_get_increasing_ids_and_update_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let forge = LocalForge::new(dir.path());
+        let issue = ThreadRef::issue(7);
+        forge.create_thread(issue, "Title", "Body", "alice").await.unwrap();
+        let first = forge.post_comment(&issue, "one").await.unwrap();
+        let second = forge.add_comment_as(&issue, "alice", "two").await.unwrap();
+        assert_eq!((first.id.as_str(), second.id.as_str()), ("1", "2"));
+        forge.update_comment(&issue, "1", "one, edited").await.unwrap();
+        forge.react(&issue, Some("2"), Reaction::Eyes).await.unwrap();
+        let stored: LocalThreadFile = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("threads/issues-7.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(stored.comments[0].body, "one, edited");
+        assert!(stored.comments[0].author_is_bot);
+        assert_eq!(stored.comments[1].author, "alice");
+        assert_eq!(stored.reactions[0].reaction, Reaction::Eyes);
+    }
+
+    #[tokio::test]
+    async fn a_missing_thread_or_comment_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let forge = LocalForge::new(dir.path());
+        let issue = ThreadRef::issue(1);
+        assert!(matches!(forge.thread(&issue).await, Err(ForgeError::NotFound { .. })));
+        forge.create_thread(issue, "t", "b", "a").await.unwrap();
+        assert!(matches!(
+            forge.update_comment(&issue, "9", "x").await,
+            Err(ForgeError::NotFound { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_local_user_is_admin_and_others_come_from_the_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let forge = LocalForge::new(dir.path());
+        let me = forge.local_user().to_owned();
+        assert_eq!(forge.permission(&me).await.unwrap(), Permission::Admin);
+        assert_eq!(forge.permission("stranger").await.unwrap(), Permission::None);
+        let forge = forge.with_permissions(BTreeMap::from([("bob".into(), Permission::Write)]));
+        assert_eq!(forge.permission("bob").await.unwrap(), Permission::Write);
+    }
+
+    #[tokio::test]
+    async fn a_pull_request_needs_its_head_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            assert!(
+                std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(repo.path())
+                    .args(args)
+                    .status()
+                    .unwrap()
+                    .success()
+            )
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
+        let forge = LocalForge::new(dir.path()).with_repository(repo.path());
+        let request = |head: &str| PullRequestRequest {
+            head: head.into(),
+            base: "main".into(),
+            title: "T".into(),
+            body: "Closes #1".into(),
+        };
+        let error = forge.open_pull_request(&request("nope")).await.unwrap_err();
+        assert!(matches!(error, ForgeError::Unprocessable { .. }), "{error}");
+        assert!(error.to_string().contains("`nope` does not exist"), "{error}");
+        let opened = forge.open_pull_request(&request("main")).await.unwrap();
+        assert_eq!(opened.number, 1);
+        let pulls = forge.pull_requests().await.unwrap();
+        assert_eq!(pulls[0].request.body, "Closes #1");
+    }
+}

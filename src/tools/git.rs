@@ -1,0 +1,165 @@
+//! Committing the working tree to a new branch without touching the checkout.
+//!
+//! The commit is built in a temporary index (`GIT_INDEX_FILE`), so the current branch, the real
+//! index and the working tree stay exactly as they were: the run can go on editing and testing
+//! after a pull request was opened.
+
+use super::{ToolError, ToolErrorKind};
+use async_trait::async_trait;
+use std::path::{Path, PathBuf};
+
+/// Who commits the changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitAuthor {
+    pub name: String,
+    pub email: String,
+}
+
+impl Default for CommitAuthor {
+    fn default() -> Self {
+        CommitAuthor {
+            name: "Replan".to_owned(),
+            email: "replan@users.noreply.github.com".to_owned(),
+        }
+    }
+}
+
+/// Makes a local branch available to the forge (push, or nothing for a local forge).
+#[async_trait]
+pub trait Publisher: Send + Sync {
+    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError>;
+}
+
+/// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
+pub struct GitPushPublisher;
+
+#[async_trait]
+impl Publisher for GitPushPublisher {
+    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        let repo = repo.to_path_buf();
+        let branch = branch.to_owned();
+        tokio::task::spawn_blocking(move || {
+            if git(&repo, &["remote", "get-url", "origin"], &[]).is_err() {
+                return Ok(());
+            }
+            let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+            git(&repo, &["push", "--quiet", "origin", &refspec], &[]).map(|_| ())
+        })
+        .await
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
+    }
+}
+
+/// Leaves the branch local (the local forge reads it from the repository).
+pub struct NoPublish;
+
+#[async_trait]
+impl Publisher for NoPublish {
+    async fn publish(&self, _repo: &Path, _branch: &str) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
+/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
+pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    } else {
+        Err(ToolError::new(
+            ToolErrorKind::Failed,
+            format!(
+                "`git {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ))
+    }
+}
+
+/// The branch checked out in `repo`, or None when HEAD is detached.
+pub fn current_branch(repo: &Path) -> Option<String> {
+    git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"], &[]).ok()
+}
+
+/// `prefix`, else `prefix-2`, `prefix-3`, ... whichever exists neither locally nor on origin.
+pub fn free_branch_name(repo: &Path, prefix: &str) -> String {
+    let taken = |name: &str| {
+        [
+            format!("refs/heads/{name}"),
+            format!("refs/remotes/origin/{name}"),
+        ]
+        .iter()
+        .any(|r| git(repo, &["rev-parse", "--verify", "--quiet", r], &[]).is_ok())
+    };
+    if !taken(prefix) {
+        return prefix.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{prefix}-{n}"))
+        .find(|name| !taken(name))
+        .expect("some suffix is free")
+}
+
+/// Commit every working-tree change (as `git add -A` sees them) on top of HEAD to a new branch
+/// `branch`; returns the commit id. "nothing to commit" when the tree equals HEAD's.
+pub fn commit_working_tree(
+    repo: &Path,
+    branch: &str,
+    message: &str,
+    author: &CommitAuthor,
+) -> Result<String, ToolError> {
+    let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[]).map_err(|_| {
+        ToolError::new(
+            ToolErrorKind::Failed,
+            "the repository has no commit yet to branch from",
+        )
+    })?;
+    let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
+    let index = git_dir.join(format!("replan-index-{}", std::process::id()));
+    let index_text = index.to_string_lossy().into_owned();
+    let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
+    let tree = (|| {
+        git(repo, &["read-tree", "HEAD"], &with_index)?;
+        git(repo, &["add", "-A"], &with_index)?;
+        git(repo, &["write-tree"], &with_index)
+    })();
+    let _ = std::fs::remove_file(&index);
+    let tree = tree?;
+    if tree == git(repo, &["rev-parse", "HEAD^{tree}"], &[])? {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            "nothing to commit: the working tree has no changes compared with HEAD",
+        ));
+    }
+    let identity = [
+        ("GIT_AUTHOR_NAME", author.name.as_str()),
+        ("GIT_AUTHOR_EMAIL", author.email.as_str()),
+        ("GIT_COMMITTER_NAME", author.name.as_str()),
+        ("GIT_COMMITTER_EMAIL", author.email.as_str()),
+    ];
+    let commit = git(
+        repo,
+        &["commit-tree", &tree, "-p", &head, "-m", message],
+        &identity,
+    )?;
+    // The empty old value makes this fail rather than move an existing branch.
+    git(
+        repo,
+        &[
+            "update-ref",
+            &format!("refs/heads/{branch}"),
+            &commit,
+            "0000000000000000000000000000000000000000",
+        ],
+        &[],
+    )?;
+    Ok(commit)
+}

@@ -1,0 +1,192 @@
+//! `run_command`: an allowed program with arguments (never a shell string) in the workspace, with
+//! a time limit, a capped output and an environment without secrets.
+//!
+//! The command runs in its own process group so that on time-out (and after it exits) everything
+//! it started is killed too; otherwise a background child would hold the output pipes open.
+
+use super::args::{Args, failed, invalid};
+use super::env::scrubbed_process_env;
+use super::output::CappedBuffer;
+use super::workspace::Workspace;
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
+use crate::llm::ToolSpec;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+pub struct RunCommandTool {
+    pub workspace: Workspace,
+    /// Allowed command prefixes, e.g. `cargo test` (argv must start with these words).
+    pub allowed: Vec<String>,
+    pub timeout: Duration,
+    pub output_cap: usize,
+}
+
+impl RunCommandTool {
+    /// Whether argv starts with one of the allowed prefixes.
+    pub fn is_allowed(&self, argv: &[String]) -> bool {
+        self.allowed.iter().any(|prefix| {
+            let words: Vec<&str> = prefix.split_whitespace().collect();
+            !words.is_empty()
+                && words.len() <= argv.len()
+                && words.iter().zip(argv).all(|(w, a)| w == a)
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for RunCommandTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "run_command".into(),
+            description: format!(
+                "Run a program in the repository (argv list, no shell). Allowed commands (argv \
+                 must start with one of them): {}. Time limit {}s; output is capped at {} bytes \
+                 (head and tail kept). Secrets are not in its environment.",
+                self.allowed.join(", "),
+                self.timeout.as_secs(),
+                self.output_cap
+            ),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                             "description": "Program and arguments, e.g. [\"cargo\", \"test\", \"--lib\"]"},
+                    "cwd": {"type": "string", "description": "Folder relative to the repository root (default: the root)"},
+                    "timeout_seconds": {"type": "integer", "minimum": 1,
+                                        "description": "Shorter time limit than the configured one"}
+                },
+                "required": ["argv"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, arguments: Value) -> ToolResult {
+        let args = Args::new("run_command", &arguments)?;
+        let argv = args.string_list("argv")?;
+        if !self.is_allowed(&argv) {
+            return Err(ToolError::new(
+                ToolErrorKind::Denied,
+                format!(
+                    "`{}` is not an allowed command; allowed: {}. Add it to \
+                     `tools.allowed_commands` in the Replan configuration to allow it",
+                    argv.join(" "),
+                    if self.allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        self.allowed.join(", ")
+                    }
+                ),
+            ));
+        }
+        let cwd = self
+            .workspace
+            .resolve_existing(args.opt_string("cwd")?.unwrap_or("."))?;
+        if !cwd.absolute.is_dir() {
+            return Err(invalid(format!("run_command: `{}` is not a folder", cwd.relative)));
+        }
+        let limit = match args.opt_u64("timeout_seconds")? {
+            Some(0) => return Err(invalid("run_command: `timeout_seconds` must be at least 1")),
+            Some(seconds) => self.timeout.min(Duration::from_secs(seconds)),
+            None => self.timeout,
+        };
+        run(&argv, &cwd.absolute, limit, self.output_cap).await
+    }
+}
+
+async fn run(argv: &[String], cwd: &std::path::Path, limit: Duration, cap: usize) -> ToolResult {
+    let shown = argv.join(" ");
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(scrubbed_process_env())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| {
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ToolErrorKind::NotFound
+        } else {
+            ToolErrorKind::Failed
+        };
+        ToolError::new(kind, format!("could not start `{shown}`: {e}"))
+    })?;
+    let group = child.id().map(|pid| pid as i32);
+    let output = Arc::new(Mutex::new(CappedBuffer::new(cap)));
+    let readers = [
+        child.stdout.take().map(|s| collect(s, output.clone())),
+        child.stderr.take().map(|s| collect(s, output.clone())),
+    ];
+    let status = tokio::time::timeout(limit, child.wait()).await;
+    // Whatever the command left running would keep the pipes open (and the machine busy).
+    if let Some(group) = group {
+        kill_group(group);
+    }
+    let status = match status {
+        Ok(status) => Some(status.map_err(|e| failed(format!("waiting for `{shown}`: {e}")))?),
+        Err(_) => {
+            let _ = child.wait().await;
+            None
+        }
+    };
+    for reader in readers.into_iter().flatten() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+    }
+    let text = output.lock().expect("output lock").render();
+    match status {
+        None => Err(ToolError::new(
+            ToolErrorKind::Timeout,
+            format!(
+                "`{shown}` did not finish within {}s and was killed with its process group; \
+                 output so far:\n{text}",
+                limit.as_secs()
+            ),
+        )),
+        Some(status) if status.success() => Ok(ToolOutput {
+            content: format!("`{shown}` exited with status 0\n{text}"),
+        }),
+        Some(status) => Err(failed(format!(
+            "`{shown}` failed ({})\n{text}",
+            describe(status)
+        ))),
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        _ => "unknown status".to_owned(),
+    }
+}
+
+fn collect(
+    mut stream: impl AsyncRead + Unpin + Send + 'static,
+    output: Arc<Mutex<CappedBuffer>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut chunk = vec![0u8; 8192];
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => output.lock().expect("output lock").push(&chunk[..n]),
+            }
+        }
+    })
+}
+
+fn kill_group(group: i32) {
+    // SAFETY: kill(2) with a negative pid signals the process group we created with
+    // `process_group(0)`; it has no memory-safety preconditions.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+}
