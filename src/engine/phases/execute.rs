@@ -269,7 +269,7 @@ fn outcome_of(kind: ToolErrorKind) -> ActionOutcome {
         ToolErrorKind::Denied => ActionOutcome::Denied,
         ToolErrorKind::Timeout => ActionOutcome::Timeout,
         ToolErrorKind::InvalidArguments => ActionOutcome::InvalidArguments,
-        ToolErrorKind::Failed => ActionOutcome::Failed,
+        ToolErrorKind::Failed | ToolErrorKind::Unavailable => ActionOutcome::Failed,
     }
 }
 
