@@ -21,12 +21,16 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "echo",
             "Return the text",
-            schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})),
+            schema(
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            ),
         ),
         Tool::new(
             "add",
             "Add two integers",
-            schema(json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]})),
+            schema(
+                json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
+            ),
         ),
         Tool::new("fail", "Report an error", schema(json!({"type": "object"}))),
         Tool::new(
@@ -37,9 +41,15 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "env",
             "The value of an environment variable",
-            schema(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})),
+            schema(
+                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            ),
         ),
-        Tool::new("crash", "Exit the process mid-call", schema(json!({"type": "object"}))),
+        Tool::new(
+            "crash",
+            "Exit the process mid-call",
+            schema(json!({"type": "object"})),
+        ),
     ]
 }
 
@@ -69,7 +79,9 @@ impl ServerHandler for Fixture {
                 (Some(a), Some(b)) => text((a + b).to_string()),
                 _ => Err(ErrorData::invalid_params("a and b must be integers", None)),
             },
-            "fail" => Ok(CallToolResult::error(vec![ContentBlock::text("this tool always fails")]).into()),
+            "fail" => Ok(
+                CallToolResult::error(vec![ContentBlock::text("this tool always fails")]).into(),
+            ),
             "slow" => {
                 let seconds = args["seconds"].as_u64().unwrap_or(30);
                 tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;

@@ -4,6 +4,7 @@
 //! report → persist. See ARCHITECTURE.md in the repository for the module map.
 
 pub mod actions;
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -1,10 +1,12 @@
 //! What a person's request does before the cycle goes on (SPEC F1 commands). Each command's effect
 //! is recorded in the same append as `run_started`, so a restarted run never applies it twice.
 
-use super::batch::Batch;
-use super::cycle::{CycleError, Cx, StepEffects};
 use super::EngineInput;
-use crate::history::entry::{ApprovalDecision, DecisionRecord, DecisionResult, EntryBody, RunStatus};
+use super::batch::Batch;
+use super::cycle::{Cx, CycleError, StepEffects};
+use crate::history::entry::{
+    ApprovalDecision, DecisionRecord, DecisionResult, EntryBody, RunStatus,
+};
 use crate::history::state::Pending;
 use crate::plan::{Phase, ReplanDecision, ReplanTrigger, ReplanType, TaskState};
 use crate::report::Notice;
@@ -144,7 +146,9 @@ fn human_replan(batch: &mut Batch, target: Option<Phase>, reason: Option<&str>, 
         });
     }
     let phase = match target {
-        Some(p @ (Phase::GoalUnderstanding | Phase::TaskDecomposition | Phase::ActionSequence)) => p,
+        Some(p @ (Phase::GoalUnderstanding | Phase::TaskDecomposition | Phase::ActionSequence)) => {
+            p
+        }
         _ => Phase::TaskDecomposition,
     };
     let replan_type = match phase {

@@ -122,7 +122,12 @@ pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
         .subtasks
         .iter()
         .flat_map(|t| t.required_tools.iter().map(String::as_str))
-        .chain(plan.action_plan.actions.iter().filter_map(|a| a.tool.as_deref()))
+        .chain(
+            plan.action_plan
+                .actions
+                .iter()
+                .filter_map(|a| a.tool.as_deref()),
+        )
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -200,7 +205,10 @@ pub fn system_prompt(
         &[
             ("strategy_name", strategy_name(cfg)),
             ("strategy_instructions", strategy_instructions(cfg)),
-            ("decomposition_instructions", decomposition_instructions(cfg)),
+            (
+                "decomposition_instructions",
+                decomposition_instructions(cfg),
+            ),
             ("max_subtasks", &max),
             ("reflection_interval", &interval),
         ],

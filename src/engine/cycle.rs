@@ -110,8 +110,12 @@ impl Cx<'_> {
         prompt: String,
     ) -> Result<Result<T, StructuredFailure>, CycleError> {
         let request = self.request(purpose, prompt)?;
-        let reply =
-            ask_json::<T>(self.deps.llm.as_ref(), request, &StructuredOptions::default()).await?;
+        let reply = ask_json::<T>(
+            self.deps.llm.as_ref(),
+            request,
+            &StructuredOptions::default(),
+        )
+        .await?;
         batch.usage(reply.calls, reply.usage, reply.cost_usd);
         Ok(reply.value)
     }
@@ -141,9 +145,12 @@ pub async fn run_cycle(
             // Error level 4: tell the thread, record the failure if the history still works.
             let message = e.to_string();
             deps.reporter
-                .notice(&state, &Notice::Failure {
-                    message: message.clone(),
-                })
+                .notice(
+                    &state,
+                    &Notice::Failure {
+                        message: message.clone(),
+                    },
+                )
                 .await;
             if !matches!(e, CycleError::History(_)) {
                 let _ = finish(deps, &mut state, RunStatus::Failed, usage_at_start).await;
@@ -248,7 +255,11 @@ fn progress_key(state: &SessionState) -> String {
         "{}|{}|{}|{}",
         state.plan_version,
         tasks.join(","),
-        state.plan.as_ref().map(|p| p.task_decomposition.subtasks.len()).unwrap_or(0),
+        state
+            .plan
+            .as_ref()
+            .map(|p| p.task_decomposition.subtasks.len())
+            .unwrap_or(0),
         state.completion.is_some()
     )
 }

@@ -3,7 +3,7 @@
 //! executed, and record exactly what was decided and done as a `replan_decision` entry.
 
 use super::batch::Batch;
-use super::cycle::{CycleError, Cx};
+use super::cycle::{Cx, CycleError};
 use super::phases::complete::human_needed;
 use super::replan::{
     Assessment, Escalation, EscalationPolicy, EscalationStep, ReplanCounters, assess,
@@ -170,9 +170,7 @@ impl Record {
         restart_phase: Option<Phase>,
     ) -> String {
         let replan_id = format!("replan-{}", batch.state.decisions.len() + 1);
-        let duration_ms = ((cx.deps.clock)() - self.started)
-            .num_milliseconds()
-            .max(0) as u64;
+        let duration_ms = ((cx.deps.clock)() - self.started).num_milliseconds().max(0) as u64;
         batch.push(EntryBody::ReplanDecision(Box::new(DecisionRecord {
             replan_id: replan_id.clone(),
             phase: self.phase,
@@ -375,7 +373,10 @@ async fn escalate(
         cx,
         batch,
         &decision,
-        format!("{}; escalated: asking the model for an alternative", esc.reason),
+        format!(
+            "{}; escalated: asking the model for an alternative",
+            esc.reason
+        ),
         notices,
     );
     let EscalationStep::AskAlternative { prompt } = esc.first_step(&decision, counters, cfg) else {

@@ -15,8 +15,14 @@ pub const OVERRIDE_DIR: &str = ".github/replan/prompts";
 
 const BUILT_IN: &[(&str, &str)] = &[
     ("system", include_str!("../../prompts/system.md")),
-    ("planning_single", include_str!("../../prompts/planning_single.md")),
-    ("planning_phase", include_str!("../../prompts/planning_phase.md")),
+    (
+        "planning_single",
+        include_str!("../../prompts/planning_single.md"),
+    ),
+    (
+        "planning_phase",
+        include_str!("../../prompts/planning_phase.md"),
+    ),
     (
         "phase_goal_understanding",
         include_str!("../../prompts/phase_goal_understanding.md"),
@@ -29,7 +35,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         "phase_action_sequence",
         include_str!("../../prompts/phase_action_sequence.md"),
     ),
-    ("decision_format", include_str!("../../prompts/decision_format.md")),
+    (
+        "decision_format",
+        include_str!("../../prompts/decision_format.md"),
+    ),
     (
         "decision_goal_understanding",
         include_str!("../../prompts/decision_goal_understanding.md"),
@@ -42,10 +51,22 @@ const BUILT_IN: &[(&str, &str)] = &[
         "decision_action_sequence",
         include_str!("../../prompts/decision_action_sequence.md"),
     ),
-    ("decision_plan", include_str!("../../prompts/decision_plan.md")),
-    ("decision_execution", include_str!("../../prompts/decision_execution.md")),
-    ("decision_reflection", include_str!("../../prompts/decision_reflection.md")),
-    ("quality_judge", include_str!("../../prompts/quality_judge.md")),
+    (
+        "decision_plan",
+        include_str!("../../prompts/decision_plan.md"),
+    ),
+    (
+        "decision_execution",
+        include_str!("../../prompts/decision_execution.md"),
+    ),
+    (
+        "decision_reflection",
+        include_str!("../../prompts/decision_reflection.md"),
+    ),
+    (
+        "quality_judge",
+        include_str!("../../prompts/quality_judge.md"),
+    ),
     ("execute", include_str!("../../prompts/execute.md")),
     ("reflection", include_str!("../../prompts/reflection.md")),
     ("task_judge", include_str!("../../prompts/task_judge.md")),
@@ -178,6 +199,11 @@ mod tests {
             prompts.render("completion", &[("goal", "G")]).unwrap(),
             "custom G"
         );
-        assert!(prompts.template("system").unwrap().contains("Planning Process"));
+        assert!(
+            prompts
+                .template("system")
+                .unwrap()
+                .contains("Planning Process")
+        );
     }
 }

@@ -147,10 +147,8 @@ pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
         runnable
             && plan.subtask(id).is_some_and(|t| {
                 t.dependencies.iter().all(|d| {
-                    matches!(
-                        state.task_state(d),
-                        TaskState::Done | TaskState::Cancelled
-                    ) || plan.subtask(d).is_none()
+                    matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
+                        || plan.subtask(d).is_none()
                 })
             })
     })

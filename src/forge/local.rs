@@ -234,7 +234,8 @@ impl LocalForge {
 }
 
 fn write_replacing(path: &Path, text: &str) -> Result<(), ForgeError> {
-    let error = |e: std::io::Error| ForgeError::Other(format!("cannot write {}: {e}", path.display()));
+    let error =
+        |e: std::io::Error| ForgeError::Other(format!("cannot write {}: {e}", path.display()));
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(error)?;
     }
@@ -355,12 +356,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let forge = LocalForge::new(dir.path());
         let issue = ThreadRef::issue(7);
-        forge.create_thread(issue, "Title", "Body", "alice").await.unwrap();
+        forge
+            .create_thread(issue, "Title", "Body", "alice")
+            .await
+            .unwrap();
         let first = forge.post_comment(&issue, "one").await.unwrap();
         let second = forge.add_comment_as(&issue, "alice", "two").await.unwrap();
         assert_eq!((first.id.as_str(), second.id.as_str()), ("1", "2"));
-        forge.update_comment(&issue, "1", "one, edited").await.unwrap();
-        forge.react(&issue, Some("2"), Reaction::Eyes).await.unwrap();
+        forge
+            .update_comment(&issue, "1", "one, edited")
+            .await
+            .unwrap();
+        forge
+            .react(&issue, Some("2"), Reaction::Eyes)
+            .await
+            .unwrap();
         let stored: LocalThreadFile = serde_json::from_str(
             &std::fs::read_to_string(dir.path().join("threads/issues-7.json")).unwrap(),
         )
@@ -376,7 +386,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let forge = LocalForge::new(dir.path());
         let issue = ThreadRef::issue(1);
-        assert!(matches!(forge.thread(&issue).await, Err(ForgeError::NotFound { .. })));
+        assert!(matches!(
+            forge.thread(&issue).await,
+            Err(ForgeError::NotFound { .. })
+        ));
         forge.create_thread(issue, "t", "b", "a").await.unwrap();
         assert!(matches!(
             forge.update_comment(&issue, "9", "x").await,
@@ -390,7 +403,10 @@ mod tests {
         let forge = LocalForge::new(dir.path());
         let me = forge.local_user().to_owned();
         assert_eq!(forge.permission(&me).await.unwrap(), Permission::Admin);
-        assert_eq!(forge.permission("stranger").await.unwrap(), Permission::None);
+        assert_eq!(
+            forge.permission("stranger").await.unwrap(),
+            Permission::None
+        );
         let forge = forge.with_permissions(BTreeMap::from([("bob".into(), Permission::Write)]));
         assert_eq!(forge.permission("bob").await.unwrap(), Permission::Write);
     }
@@ -411,7 +427,17 @@ mod tests {
             )
         };
         git(&["init", "-q", "-b", "main"]);
-        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ]);
         let forge = LocalForge::new(dir.path()).with_repository(repo.path());
         let request = |head: &str| PullRequestRequest {
             head: head.into(),
@@ -421,7 +447,10 @@ mod tests {
         };
         let error = forge.open_pull_request(&request("nope")).await.unwrap_err();
         assert!(matches!(error, ForgeError::Unprocessable { .. }), "{error}");
-        assert!(error.to_string().contains("`nope` does not exist"), "{error}");
+        assert!(
+            error.to_string().contains("`nope` does not exist"),
+            "{error}"
+        );
         let opened = forge.open_pull_request(&request("main")).await.unwrap();
         assert_eq!(opened.number, 1);
         let pulls = forge.pull_requests().await.unwrap();

@@ -428,7 +428,9 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 }
             }
         }
-        EntryBody::Judge { task_id, outcome, .. } => {
+        EntryBody::Judge {
+            task_id, outcome, ..
+        } => {
             s.judgements.push((task_id.clone(), *outcome));
             if *outcome == JudgeOutcome::NeedsContinuation {
                 *s.continuations.entry(task_id.clone()).or_default() += 1;

@@ -43,7 +43,10 @@ impl Tool for ApplyPatchTool {
         let args = Args::new("apply_patch", &arguments)?;
         let patch = parse_patch(args.string("patch")?)?;
         let workspace = self.workspace.clone();
-        run_blocking("apply_patch", self.timeout, move || apply(&workspace, &patch)).await
+        run_blocking("apply_patch", self.timeout, move || {
+            apply(&workspace, &patch)
+        })
+        .await
     }
 }
 
@@ -161,14 +164,12 @@ fn header_path(raw: &str) -> Option<String> {
 
 fn parse_hunk(lines: &[&str], start: usize, number: usize) -> Result<(Hunk, usize), ToolError> {
     let header = lines[start];
-    let ranges = regex_hunk_header()
-        .captures(header)
-        .ok_or_else(|| {
-            invalid(format!(
-                "apply_patch: hunk {number}: `{header}` is not a hunk header like \
+    let ranges = regex_hunk_header().captures(header).ok_or_else(|| {
+        invalid(format!(
+            "apply_patch: hunk {number}: `{header}` is not a hunk header like \
                  `@@ -12,5 +12,6 @@`"
-            ))
-        })?;
+        ))
+    })?;
     let number_at = |i: usize, default: usize| {
         ranges
             .get(i)
@@ -289,9 +290,8 @@ pub fn apply_hunks(text: &str, hunks: &[Hunk], shown: &str) -> Result<String, To
             hunk.old_start.saturating_sub(1)
         };
         let wanted = (stated as isize + offset).max(0) as usize;
-        let at = locate(&file.lines, &old, wanted, floor).map_err(|found| {
-            mismatch(index + 1, shown, wanted, &old, &file.lines, found)
-        })?;
+        let at = locate(&file.lines, &old, wanted, floor)
+            .map_err(|found| mismatch(index + 1, shown, wanted, &old, &file.lines, found))?;
         let new: Vec<String> = hunk.new_lines().into_iter().map(str::to_owned).collect();
         let touches_end = at + old.len() == file.lines.len();
         file.lines.splice(at..at + old.len(), new.iter().cloned());
@@ -463,7 +463,10 @@ mod tests {
     fn hunks_apply_with_shifted_line_numbers() {
         let text = "a\nb\nc\nd\ne\n";
         let patch = one_file("--- a/f\n+++ b/f\n@@ -10,3 +10,3 @@\n b\n-c\n+C\n d\n");
-        assert_eq!(apply_hunks(text, &patch.hunks, "f").unwrap(), "a\nb\nC\nd\ne\n");
+        assert_eq!(
+            apply_hunks(text, &patch.hunks, "f").unwrap(),
+            "a\nb\nC\nd\ne\n"
+        );
     }
 
     #[test]
@@ -477,7 +480,11 @@ mod tests {
     #[test]
     fn a_header_that_miscounts_lines_is_explained() {
         let error = parse_patch("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n").unwrap_err();
-        assert!(error.message.contains("announces 3 and 3"), "{}", error.message);
+        assert!(
+            error.message.contains("announces 3 and 3"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -87,10 +87,18 @@ mod tests {
     fn each_ecosystem_contributes_its_test_command() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "Cargo.toml", "[package]\nname='x'\n");
-        write(dir.path(), "package.json", r#"{"scripts":{"test":"jest","build":"tsc","x":"y"}}"#);
+        write(
+            dir.path(),
+            "package.json",
+            r#"{"scripts":{"test":"jest","build":"tsc","x":"y"}}"#,
+        );
         write(dir.path(), "pyproject.toml", "[tool.pytest.ini_options]\n");
         write(dir.path(), "go.mod", "module x\n");
-        write(dir.path(), "Makefile", "VAR := 1\ntest: build\n\tgo test ./...\nbuild:\n");
+        write(
+            dir.path(),
+            "Makefile",
+            "VAR := 1\ntest: build\n\tgo test ./...\nbuild:\n",
+        );
         let commands = detect_allowed_commands(dir.path());
         for expected in [
             "cargo test",
@@ -101,7 +109,10 @@ mod tests {
             "make test",
             "make build",
         ] {
-            assert!(commands.contains(&expected.to_owned()), "{expected} missing: {commands:?}");
+            assert!(
+                commands.contains(&expected.to_owned()),
+                "{expected} missing: {commands:?}"
+            );
         }
         assert!(!commands.iter().any(|c| c.contains(" x")), "{commands:?}");
     }

@@ -139,8 +139,13 @@ mod tests {
 
     #[test]
     fn indentation_mismatch_is_explained() {
-        let error = replace_unique("fn x() {\n    y();\n}\n", "\ty();\n}", "z();", "f.rs").unwrap_err();
-        assert!(error.message.contains("different indentation"), "{}", error.message);
+        let error =
+            replace_unique("fn x() {\n    y();\n}\n", "\ty();\n}", "z();", "f.rs").unwrap_err();
+        assert!(
+            error.message.contains("different indentation"),
+            "{}",
+            error.message
+        );
         assert!(error.message.contains("line 2"), "{}", error.message);
     }
 }

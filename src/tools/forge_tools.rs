@@ -218,21 +218,17 @@ impl Tool for OpenPullRequestTool {
             title,
             body,
         };
-        let opened = self
-            .forge
-            .open_pull_request(&request)
-            .await
-            .map_err(|e| {
-                let error = forge_error(e);
-                ToolError::new(
-                    error.kind,
-                    format!(
-                        "branch `{branch}` ({commit}) was created but the pull request could not \
+        let opened = self.forge.open_pull_request(&request).await.map_err(|e| {
+            let error = forge_error(e);
+            ToolError::new(
+                error.kind,
+                format!(
+                    "branch `{branch}` ({commit}) was created but the pull request could not \
                          be opened: {}",
-                        error.message
-                    ),
-                )
-            })?;
+                    error.message
+                ),
+            )
+        })?;
         Ok(ToolOutput {
             content: format!(
                 "opened pull request #{} ({}) from `{branch}` into `{}` (commit {commit})",

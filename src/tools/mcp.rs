@@ -166,7 +166,10 @@ impl McpServer {
             State::Stopped => {
                 return Err(ToolError::new(
                     ToolErrorKind::Failed,
-                    format!("MCP server `{}` was stopped at the end of the run", self.name),
+                    format!(
+                        "MCP server `{}` was stopped at the end of the run",
+                        self.name
+                    ),
                 ));
             }
             State::NotStarted => {}
@@ -246,7 +249,10 @@ impl McpServer {
             }
             Err(_) => {
                 let _ = service.cancel().await;
-                return Err(format!("listing its tools took more than {}s", limit.as_secs()));
+                return Err(format!(
+                    "listing its tools took more than {}s",
+                    limit.as_secs()
+                ));
             }
         };
         let tools = tools
@@ -455,7 +461,10 @@ mod tests {
 
     #[test]
     fn offered_names_are_provider_safe() {
-        assert_eq!(offered_name("git hub", "create.issue"), "git_hub__create_issue");
+        assert_eq!(
+            offered_name("git hub", "create.issue"),
+            "git_hub__create_issue"
+        );
         assert_eq!(offered_name("s", &"x".repeat(100)).len(), 64);
     }
 

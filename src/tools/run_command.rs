@@ -86,7 +86,10 @@ impl Tool for RunCommandTool {
             .workspace
             .resolve_existing(args.opt_string("cwd")?.unwrap_or("."))?;
         if !cwd.absolute.is_dir() {
-            return Err(invalid(format!("run_command: `{}` is not a folder", cwd.relative)));
+            return Err(invalid(format!(
+                "run_command: `{}` is not a folder",
+                cwd.relative
+            )));
         }
         let limit = match args.opt_u64("timeout_seconds")? {
             Some(0) => return Err(invalid("run_command: `timeout_seconds` must be at least 1")),

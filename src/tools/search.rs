@@ -79,7 +79,11 @@ impl Tool for SearchTool {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     continue;
                 }
-                if entry.metadata().map(|m| m.len() > max_file_bytes).unwrap_or(true) {
+                if entry
+                    .metadata()
+                    .map(|m| m.len() > max_file_bytes)
+                    .unwrap_or(true)
+                {
                     continue;
                 }
                 let Ok(bytes) = std::fs::read(entry.path()) else {

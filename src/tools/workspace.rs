@@ -85,9 +85,9 @@ impl Workspace {
             }
             Err(_) => {
                 let (ancestor, rest) = nearest_existing_ancestor(&joined);
-                let resolved = ancestor.canonicalize().map_err(|e| {
-                    denied(format!("`{path}` cannot be resolved: {e}"))
-                })?;
+                let resolved = ancestor
+                    .canonicalize()
+                    .map_err(|e| denied(format!("`{path}` cannot be resolved: {e}")))?;
                 self.ensure_inside(path, &resolved)?;
                 resolved.join(rest)
             }
@@ -189,7 +189,11 @@ fn slash_path(path: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy())
         .collect::<Vec<_>>()
         .join("/");
-    if text.is_empty() { ".".to_owned() } else { text }
+    if text.is_empty() {
+        ".".to_owned()
+    } else {
+        text
+    }
 }
 
 fn denied(message: String) -> ToolError {
@@ -231,8 +235,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("src")).unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
-        assert_eq!(ws.resolve("src/../README.md").unwrap().relative, "README.md");
-        assert_eq!(ws.resolve("./src/new/file.rs").unwrap().relative, "src/new/file.rs");
+        assert_eq!(
+            ws.resolve("src/../README.md").unwrap().relative,
+            "README.md"
+        );
+        assert_eq!(
+            ws.resolve("./src/new/file.rs").unwrap().relative,
+            "src/new/file.rs"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use super::{judge, reflect};
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{CycleError, Cx, StepEffects};
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{ChatRequest, Message, Role};
@@ -57,7 +57,9 @@ async fn tool_loop(
     let plan = batch.state.plan.clone().unwrap_or_default();
     let version = batch.state.plan_version;
     let Some(task) = plan.subtask(task_id).cloned() else {
-        return Err(CycleError::Fatal(format!("subtask {task_id} is not in the plan")));
+        return Err(CycleError::Fatal(format!(
+            "subtask {task_id} is not in the plan"
+        )));
     };
     let planned: Vec<_> = plan
         .action_plan
@@ -215,8 +217,14 @@ async fn execution_decision(
     let prompt = cx.render(
         "decision_execution",
         &[
-            ("executed_action", &executed_action(&plan, tool, request.purpose.trim_start_matches("execute."))),
-            ("execution_result", &content.chars().take(2000).collect::<String>()),
+            (
+                "executed_action",
+                &executed_action(&plan, tool, request.purpose.trim_start_matches("execute.")),
+            ),
+            (
+                "execution_result",
+                &content.chars().take(2000).collect::<String>(),
+            ),
             (
                 "error_info",
                 &error
@@ -228,7 +236,10 @@ async fn execution_decision(
             ("error_count", &batch.state.action_errors.to_string()),
             ("consecutive_errors", &consecutive_errors.to_string()),
             ("remaining_actions", &remaining.join(", ")),
-            ("replan_decision_format", &decision_format(cx, crate::plan::Phase::Execution)?),
+            (
+                "replan_decision_format",
+                &decision_format(cx, crate::plan::Phase::Execution)?,
+            ),
         ],
     )?;
     let trigger = error.map(|e| {

@@ -3,7 +3,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{CycleError, Cx, StepEffects};
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::judge::{JudgeVerdict, apply_split, decide};
 use crate::history::entry::{EntryBody, JudgeOutcome};
 use crate::plan::{Subtask, TaskState};
@@ -159,7 +159,10 @@ async fn split(
             ("task_id", task_id),
             ("task_description", &task.description),
             ("judge_reason", &verdict.reason),
-            ("missing_requirements", &verdict.missing_requirements.join("; ")),
+            (
+                "missing_requirements",
+                &verdict.missing_requirements.join("; "),
+            ),
             ("worker_log", report),
             ("available_tools", &context::available_tools(&cx.deps.tools)),
             ("min_tasks", &cfg.min_new_subtasks.to_string()),

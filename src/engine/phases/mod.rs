@@ -4,14 +4,18 @@ pub mod complete;
 pub mod execute;
 pub mod judge;
 pub mod planning;
-pub mod reflect;
 pub mod refinement;
+pub mod reflect;
 
 use super::batch::Batch;
-use super::cycle::{CycleError, Cx, StepEffects};
+use super::cycle::{Cx, CycleError, StepEffects};
 use super::step::Step;
 
-pub async fn perform(cx: &Cx<'_>, batch: &mut Batch, step: &Step) -> Result<StepEffects, CycleError> {
+pub async fn perform(
+    cx: &Cx<'_>,
+    batch: &mut Batch,
+    step: &Step,
+) -> Result<StepEffects, CycleError> {
     match step {
         Step::Draft { first, last } => planning::draft(cx, batch, *first, *last).await,
         Step::RedraftInvalid => planning::redraft_invalid(cx, batch).await,

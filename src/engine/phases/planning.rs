@@ -3,7 +3,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{CycleError, Cx, StepEffects};
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::engine::replan::carry_over_from_state;
 use crate::history::entry::{DraftSource, EntryBody, RunStatus};
@@ -48,12 +48,18 @@ fn fixed_parts(w: &PlanningWork, first: Phase) -> String {
     if first > Phase::GoalUnderstanding
         && let Some(g) = &w.goal
     {
-        out.insert("goal_understanding".into(), serde_json::to_value(g).unwrap_or_default());
+        out.insert(
+            "goal_understanding".into(),
+            serde_json::to_value(g).unwrap_or_default(),
+        );
     }
     if first > Phase::TaskDecomposition
         && let Some(d) = &w.decomposition
     {
-        out.insert("task_decomposition".into(), serde_json::to_value(d).unwrap_or_default());
+        out.insert(
+            "task_decomposition".into(),
+            serde_json::to_value(d).unwrap_or_default(),
+        );
     }
     if out.is_empty() {
         "(none)".into()
@@ -82,7 +88,10 @@ pub async fn draft(
 /// Validation found problems: ask once more for the whole plan with the problems as feedback.
 pub async fn redraft_invalid(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
     let w = work(batch);
-    let first = w.from.unwrap_or(Phase::GoalUnderstanding).min(Phase::ActionSequence);
+    let first = w
+        .from
+        .unwrap_or(Phase::GoalUnderstanding)
+        .min(Phase::ActionSequence);
     let problems: Vec<String> = w
         .problems
         .iter()
@@ -116,7 +125,11 @@ pub(crate) async fn ask_draft(
     let fb = feedback(w, extra_feedback);
     let (template, purpose, phase_text) = if first == last {
         let instructions = cx.render(&format!("phase_{}", first.as_str()), &[])?;
-        ("planning_phase", format!("planning.{}", first.as_str()), instructions)
+        (
+            "planning_phase",
+            format!("planning.{}", first.as_str()),
+            instructions,
+        )
     } else {
         ("planning_single", "planning".to_string(), String::new())
     };
@@ -191,13 +204,18 @@ pub(crate) async fn ask_draft(
     let p = reply.planning;
     let want = |phase: Phase| phase >= first && phase <= last;
     let goal = want(Phase::GoalUnderstanding).then(|| {
-        p.goal_understanding.clone().unwrap_or_else(|| GoalUnderstanding {
-            main_objective: String::new(),
-            ..Default::default()
-        })
+        p.goal_understanding
+            .clone()
+            .unwrap_or_else(|| GoalUnderstanding {
+                main_objective: String::new(),
+                ..Default::default()
+            })
     });
-    let decomposition = want(Phase::TaskDecomposition)
-        .then(|| p.task_decomposition.clone().unwrap_or_else(TaskDecomposition::default));
+    let decomposition = want(Phase::TaskDecomposition).then(|| {
+        p.task_decomposition
+            .clone()
+            .unwrap_or_else(TaskDecomposition::default)
+    });
     let actions = want(Phase::ActionSequence)
         .then(|| p.action_plan.clone().unwrap_or_else(ActionPlan::default));
     // Validate the draft once all three phases are there.

@@ -4,9 +4,11 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{CycleError, Cx, StepEffects};
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::phases::planning::ask_draft;
-use crate::engine::refine::{RefinementInput, choose_refined_plan, make_refinement_decision, quality_ok};
+use crate::engine::refine::{
+    RefinementInput, choose_refined_plan, make_refinement_decision, quality_ok,
+};
 use crate::history::entry::{DraftSource, EntryBody, RefinementVerdict};
 use crate::plan::Phase;
 use crate::report::Notice;
@@ -38,7 +40,10 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
             ("available_tools", &context::available_tools(&cx.deps.tools)),
         ],
     )?;
-    let verdict = match cx.ask::<QualityVerdict>(batch, "quality_judge", prompt).await? {
+    let verdict = match cx
+        .ask::<QualityVerdict>(batch, "quality_judge", prompt)
+        .await?
+    {
         Ok(v) => v,
         Err(f) => {
             // Seed 001 §10.3.1: when the result cannot be judged, assume there is a problem.
@@ -46,7 +51,10 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
             QualityVerdict {
                 score: None,
                 is_acceptable: false,
-                issues: vec![format!("the quality judge reply could not be used: {}", f.error)],
+                issues: vec![format!(
+                    "the quality judge reply could not be used: {}",
+                    f.error
+                )],
                 suggestions: vec![],
             }
         }
@@ -73,7 +81,12 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
             decision.reason
         )];
         fb.extend(verdict.issues.iter().map(|i| format!("Issue: {i}")));
-        fb.extend(verdict.suggestions.iter().map(|s| format!("Suggestion: {s}")));
+        fb.extend(
+            verdict
+                .suggestions
+                .iter()
+                .map(|s| format!("Suggestion: {s}")),
+        );
         fb.join("\n")
     } else {
         format!("priority {}: {}", decision.priority, decision.reason)
@@ -90,7 +103,10 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
     let mut fx = StepEffects::default();
     if decision.verdict == RefinementVerdict::Reject {
         fx.notices.push(Notice::HumanNeeded {
-            reason: format!("The plan did not pass the quality review: {}", decision.reason),
+            reason: format!(
+                "The plan did not pass the quality review: {}",
+                decision.reason
+            ),
             recommendations: verdict.issues,
         });
     }
@@ -101,7 +117,10 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
 pub async fn refine(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
     let w = batch.state.planning.clone().unwrap_or_default();
     let before = w.draft();
-    let first = w.from.unwrap_or(Phase::GoalUnderstanding).min(Phase::TaskDecomposition);
+    let first = w
+        .from
+        .unwrap_or(Phase::GoalUnderstanding)
+        .min(Phase::TaskDecomposition);
     let fx = ask_draft(
         cx,
         batch,
@@ -117,7 +136,10 @@ pub async fn refine(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
         let (chosen, validation) = choose_refined_plan(&prev, &next, &cx.cfg().refinement);
         if validation.is_broken() {
             let problems: Vec<String> = validation.problems.iter().map(|p| p.to_string()).collect();
-            tracing::warn!(?problems, "refined plan broke the structure; falling back per task");
+            tracing::warn!(
+                ?problems,
+                "refined plan broke the structure; falling back per task"
+            );
             batch.push(EntryBody::Draft {
                 goal_understanding: Some(chosen.goal_understanding),
                 task_decomposition: Some(chosen.task_decomposition),

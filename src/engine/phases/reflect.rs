@@ -3,7 +3,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{CycleError, Cx, StepEffects};
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::engine::phases::complete::human_needed;
 use crate::engine::replan::carry_over_from_state;
@@ -91,7 +91,9 @@ pub async fn reflect(
     if batch.state.reflection_revisions >= max {
         human_needed(
             batch,
-            &format!("the plan revision limit was reached (planning.revision.max_revisions = {max})"),
+            &format!(
+                "the plan revision limit was reached (planning.revision.max_revisions = {max})"
+            ),
             reply.reflection.issues_identified.clone(),
             &mut fx.notices,
         );
@@ -103,7 +105,10 @@ pub async fn reflect(
     };
     let problems = super::planning::validation_problems(cx, &new_plan);
     if !problems.is_empty() {
-        tracing::warn!(?problems, "reflection proposed an invalid revision; keeping the plan");
+        tracing::warn!(
+            ?problems,
+            "reflection proposed an invalid revision; keeping the plan"
+        );
         return Ok(ReflectEnd::Continue);
     }
     let carried = carry_over_from_state(&batch.state, &new_plan, ReplanType::PlanRevision);
@@ -176,7 +181,10 @@ pub async fn final_review(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects,
             ("execution_summary", &summary),
             ("completed_actions", &context::bullet_list(&done)),
             ("current_state", &context::bullet_list(&tasks)),
-            ("replan_decision_format", &decision_format(cx, Phase::Reflection)?),
+            (
+                "replan_decision_format",
+                &decision_format(cx, Phase::Reflection)?,
+            ),
         ],
     )?;
     let mut fx = StepEffects::default();

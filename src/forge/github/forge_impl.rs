@@ -297,33 +297,6 @@ impl Forge for GitHubForge {
     }
 }
 
-/// The gate's view of a permission look-up; a failed look-up refuses (fail closed).
-pub fn gate_permission(
-    result: Result<Permission, ForgeError>,
-    kind: ForgeKind,
-) -> crate::trigger::Permission {
-    use crate::trigger::Permission as Gate;
-    match (result, kind) {
-        (Err(e), _) => Gate::Unknown(e.to_string()),
-        (Ok(p), ForgeKind::GitLab) => Gate::GitLabAccess(match p {
-            Permission::None => 0,
-            Permission::Read => 20,
-            Permission::Triage => 20,
-            Permission::Write => 30,
-            Permission::Maintain => 40,
-            Permission::Admin => 50,
-        }),
-        (Ok(p), _) => match p {
-            Permission::None => Gate::None,
-            Permission::Read => Gate::GitHubRead,
-            Permission::Triage => Gate::GitHubTriage,
-            Permission::Write => Gate::GitHubWrite,
-            Permission::Maintain => Gate::GitHubMaintain,
-            Permission::Admin => Gate::GitHubAdmin,
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

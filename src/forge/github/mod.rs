@@ -9,5 +9,5 @@ pub mod history_branch;
 pub mod pulls;
 
 pub use client::{GitHubClient, GitHubSettings, RetryPolicy};
-pub use forge_impl::{GitHubForge, gate_permission};
+pub use forge_impl::GitHubForge;
 pub use history_branch::GitHubHistory;

@@ -365,9 +365,7 @@ fn map_status(status: StatusCode, headers: &HeaderMap, text: &str, what: &str) -
             status: code,
             message,
         },
-        _ => ForgeError::Other(format!(
-            "GitLab rejected {what} (HTTP {code}): {message}"
-        )),
+        _ => ForgeError::Other(format!("GitLab rejected {what} (HTTP {code}): {message}")),
     }
 }
 
@@ -399,7 +397,10 @@ mod tests {
 
     #[test]
     fn both_error_shapes_are_read() {
-        assert_eq!(error_message(r#"{"message":"404 Note Not Found"}"#), "404 Note Not Found");
+        assert_eq!(
+            error_message(r#"{"message":"404 Note Not Found"}"#),
+            "404 Note Not Found"
+        );
         assert_eq!(
             error_message(r#"{"message":["Source branch \"x\" does not exist"]}"#),
             "Source branch \"x\" does not exist"
@@ -414,6 +415,9 @@ mod tests {
             ),
             "insufficient_scope: needs more"
         );
-        assert_eq!(error_message("<html>bad gateway</html>"), "<html>bad gateway</html>");
+        assert_eq!(
+            error_message("<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
     }
 }

@@ -103,7 +103,9 @@ impl GitLabForge {
         let list = self
             .client
             .get_all(
-                &self.client.project_path(&format!("/merge_requests?{query}")),
+                &self
+                    .client
+                    .project_path(&format!("/merge_requests?{query}")),
                 "listing open merge requests",
             )
             .await?;
@@ -177,7 +179,11 @@ impl Forge for GitLabForge {
 
     async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
         let path = self.thread_path(thread)?;
-        let item = self.client.get(&path, &format!("reading {thread}")).await?.json;
+        let item = self
+            .client
+            .get(&path, &format!("reading {thread}"))
+            .await?
+            .json;
         Ok(Thread {
             thread: *thread,
             title: item["title"].as_str().unwrap_or("").to_owned(),

@@ -47,10 +47,19 @@ mod tests {
 
     #[test]
     fn only_a_job_token_is_a_clear_error_without_the_secret() {
-        let err = gitlab_token(&env(&[("CI_JOB_TOKEN", "glcbt-secret"), ("GITLAB_TOKEN", "")]))
-            .unwrap_err()
-            .to_string();
-        for needle in ["CI_JOB_TOKEN", "GITLAB_TOKEN", "`api` scope", "masked", "notes"] {
+        let err = gitlab_token(&env(&[
+            ("CI_JOB_TOKEN", "glcbt-secret"),
+            ("GITLAB_TOKEN", ""),
+        ]))
+        .unwrap_err()
+        .to_string();
+        for needle in [
+            "CI_JOB_TOKEN",
+            "GITLAB_TOKEN",
+            "`api` scope",
+            "masked",
+            "notes",
+        ] {
             assert!(err.contains(needle), "{needle}: {err}");
         }
         assert!(!err.contains("glcbt-secret"), "{err}");

@@ -9,11 +9,11 @@ use replan::engine::prompts::Prompts;
 use replan::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
 use replan::history::entry::{EntryBody, RunRequest};
 use replan::history::{Entry, SessionState, replay};
+use replan::llm::ToolSpec;
 use replan::llm::scenario::{Scenario, ScenarioMode, Step};
 use replan::llm::{ChatRequest, ChatResponse, Llm, LlmError, ScriptedLlm};
 use replan::report::{Notice, Reporter};
 use replan::tools::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolRegistry, ToolResult};
-use replan::llm::ToolSpec;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -110,13 +110,17 @@ impl Tool for NoteTool {
 
     async fn call(&self, arguments: Value) -> ToolResult {
         let Some(text) = arguments.get("text").and_then(Value::as_str) else {
-            return Err(ToolError::new(ToolErrorKind::InvalidArguments, "`text` is required"));
+            return Err(ToolError::new(
+                ToolErrorKind::InvalidArguments,
+                "`text` is required",
+            ));
         };
         let path = self.dir.join("notes.txt");
         let mut old = std::fs::read_to_string(&path).unwrap_or_default();
         old.push_str(text);
         old.push('\n');
-        std::fs::write(&path, old).map_err(|e| ToolError::new(ToolErrorKind::Failed, e.to_string()))?;
+        std::fs::write(&path, old)
+            .map_err(|e| ToolError::new(ToolErrorKind::Failed, e.to_string()))?;
         Ok(ToolOutput {
             content: format!("noted: {text}"),
         })
@@ -142,7 +146,10 @@ impl Tool for FlakyTool {
     async fn call(&self, _arguments: Value) -> ToolResult {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         if n < self.failures {
-            Err(ToolError::new(ToolErrorKind::Timeout, "service unavailable"))
+            Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                "service unavailable",
+            ))
         } else {
             Ok(ToolOutput {
                 content: "flaky ok".into(),
@@ -164,7 +171,12 @@ impl RecordingReporter {
     }
 
     pub fn last_checklist(&self) -> String {
-        self.checklists.lock().unwrap().last().cloned().unwrap_or_default()
+        self.checklists
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -182,7 +194,11 @@ pub fn checklist_text(state: &SessionState) -> String {
             out.push_str(&format!("- [{mark}] {}: {}\n", t.id, t.description));
         }
     }
-    out.push_str(&format!("Progress: {}/{}\n", state.tasks_done(), state.tasks_total()));
+    out.push_str(&format!(
+        "Progress: {}/{}\n",
+        state.tasks_done(),
+        state.tasks_total()
+    ));
     out
 }
 
@@ -258,7 +274,13 @@ impl Thread {
         tools
     }
 
-    pub fn deps(&self, llm: Arc<dyn Llm>, sink: Arc<MemorySink>, run_id: &str, input: &EngineInput) -> CycleDeps {
+    pub fn deps(
+        &self,
+        llm: Arc<dyn Llm>,
+        sink: Arc<MemorySink>,
+        run_id: &str,
+        input: &EngineInput,
+    ) -> CycleDeps {
         let now = self.now;
         CycleDeps {
             llm,
@@ -290,7 +312,10 @@ impl Thread {
 
 /// The base scenario's plan reply (two notes), for tests that vary it.
 pub fn base_plan_reply() -> String {
-    Scenario::from_yaml(BASE).unwrap().steps[0].reply.clone().unwrap()
+    Scenario::from_yaml(BASE).unwrap().steps[0]
+        .reply
+        .clone()
+        .unwrap()
 }
 
 /// A step answering requests whose purpose starts with `purpose` (and contain `contains`).
@@ -315,16 +340,29 @@ pub fn start() -> EngineInput {
 
 pub fn request_for(input: &EngineInput) -> RunRequest {
     let (request, actor, title, text) = match input {
-        EngineInput::Start { title, body, author } => {
-            ("start", author.clone(), Some(title.clone()), Some(body.clone()))
+        EngineInput::Start {
+            title,
+            body,
+            author,
+        } => (
+            "start",
+            author.clone(),
+            Some(title.clone()),
+            Some(body.clone()),
+        ),
+        EngineInput::Replan { reason, author, .. } => {
+            ("command:/replan", author.clone(), None, reason.clone())
         }
-        EngineInput::Replan { reason, author, .. } => ("command:/replan", author.clone(), None, reason.clone()),
         EngineInput::Approve { author } => ("command:/approve", author.clone(), None, None),
-        EngineInput::Reject { reason, author } => ("command:/reject", author.clone(), None, reason.clone()),
+        EngineInput::Reject { reason, author } => {
+            ("command:/reject", author.clone(), None, reason.clone())
+        }
         EngineInput::Stop { author } => ("command:/stop", author.clone(), None, None),
         EngineInput::Resume { author } => ("command:/resume", author.clone(), None, None),
         EngineInput::Status { author } => ("command:/status", author.clone(), None, None),
-        EngineInput::Answer { text, author } => ("answer", author.clone(), None, Some(text.clone())),
+        EngineInput::Answer { text, author } => {
+            ("answer", author.clone(), None, Some(text.clone()))
+        }
         EngineInput::Sweep => ("sweep", "replan".into(), None, None),
     };
     RunRequest {

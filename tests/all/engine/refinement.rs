@@ -13,7 +13,9 @@ fn verdicts(thread: &Thread) -> Vec<(RefinementVerdict, String)> {
     thread
         .bodies()
         .filter_map(|b| match b {
-            EntryBody::Refinement { decision, reason, .. } => Some((*decision, reason.clone())),
+            EntryBody::Refinement {
+                decision, reason, ..
+            } => Some((*decision, reason.clone())),
             _ => None,
         })
         .collect()
@@ -38,18 +40,49 @@ async fn priority_4_replans_with_the_judges_feedback_until_acceptable() {
     let mut thread = Thread::new();
     let llm = FirstMatch::with_steps(vec![
         reply("planning.refinement", None, &refined_plan()),
-        reply("quality_judge", Some("REFINED"), &judge(Some(85), true, &[])),
-        reply("quality_judge", None, &judge(Some(50), false, &["name the files"])),
+        reply(
+            "quality_judge",
+            Some("REFINED"),
+            &judge(Some(85), true, &[]),
+        ),
+        reply(
+            "quality_judge",
+            None,
+            &judge(Some(50), false, &["name the files"]),
+        ),
     ]);
     let out = thread.run(llm.clone(), start()).await;
     assert_eq!(out.status, RunStatus::Completed);
     let v = verdicts(&thread);
-    assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [RefinementVerdict::Replan, RefinementVerdict::Accept]);
+    assert_eq!(
+        v.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [RefinementVerdict::Replan, RefinementVerdict::Accept]
+    );
     assert!(v[0].1.contains("priority 4"));
-    let refine_request = llm.requests().into_iter().find(|r| r.purpose == "planning.refinement").unwrap();
-    assert!(refine_request.messages[0].content.contains("Issue: too vague"));
-    assert!(refine_request.messages[0].content.contains("Suggestion: name the files"));
-    assert!(thread.state().plan.unwrap().task_decomposition.reasoning.starts_with("REFINED"));
+    let refine_request = llm
+        .requests()
+        .into_iter()
+        .find(|r| r.purpose == "planning.refinement")
+        .unwrap();
+    assert!(
+        refine_request.messages[0]
+            .content
+            .contains("Issue: too vague")
+    );
+    assert!(
+        refine_request.messages[0]
+            .content
+            .contains("Suggestion: name the files")
+    );
+    assert!(
+        thread
+            .state()
+            .plan
+            .unwrap()
+            .task_decomposition
+            .reasoning
+            .starts_with("REFINED")
+    );
 }
 
 #[tokio::test]
@@ -64,13 +97,26 @@ async fn priority_1_rejects_after_the_last_attempt_and_hands_over_to_a_person() 
     let v = verdicts(&thread);
     assert_eq!(
         v.iter().map(|x| x.0).collect::<Vec<_>>(),
-        [RefinementVerdict::Replan, RefinementVerdict::Replan, RefinementVerdict::Reject]
+        [
+            RefinementVerdict::Replan,
+            RefinementVerdict::Replan,
+            RefinementVerdict::Reject
+        ]
     );
     // 40 → 40 is a stagnation (priority 3) that still replans while attempts remain.
     assert!(v[1].1.contains("priority 3"), "{}", v[1].1);
     assert!(v[2].1.contains("priority 1"), "{}", v[2].1);
-    assert!(!thread.types().contains(&"plan"), "a rejected plan never becomes current");
-    assert!(thread.reporter.notices().iter().any(|n| matches!(n, Notice::HumanNeeded { .. })));
+    assert!(
+        !thread.types().contains(&"plan"),
+        "a rejected plan never becomes current"
+    );
+    assert!(
+        thread
+            .reporter
+            .notices()
+            .iter()
+            .any(|n| matches!(n, Notice::HumanNeeded { .. }))
+    );
 }
 
 #[tokio::test]
@@ -89,13 +135,24 @@ async fn priority_5_replans_for_suggestions_and_priority_3_stops_on_stagnation()
     thread.config.refinement.refine_suggestions_on_success = true;
     let llm = FirstMatch::with_steps(vec![
         reply("planning.refinement", None, &refined_plan()),
-        reply("quality_judge", Some("REFINED"), &judge(Some(82), true, &["more detail"])),
-        reply("quality_judge", None, &judge(Some(80), true, &["more detail"])),
+        reply(
+            "quality_judge",
+            Some("REFINED"),
+            &judge(Some(82), true, &["more detail"]),
+        ),
+        reply(
+            "quality_judge",
+            None,
+            &judge(Some(80), true, &["more detail"]),
+        ),
     ]);
     let out = thread.run(llm, start()).await;
     assert_eq!(out.status, RunStatus::Completed);
     let v = verdicts(&thread);
-    assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [RefinementVerdict::Replan, RefinementVerdict::Accept]);
+    assert_eq!(
+        v.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [RefinementVerdict::Replan, RefinementVerdict::Accept]
+    );
     assert!(v[0].1.contains("priority 5"), "{}", v[0].1);
     assert!(v[1].1.contains("priority 3"), "{}", v[1].1);
 }
@@ -115,14 +172,27 @@ async fn a_refinement_that_breaks_the_structure_falls_back_task_by_task() {
     .to_string();
     let llm = FirstMatch::with_steps(vec![
         reply("planning.refinement", None, &many),
-        reply("quality_judge", Some("Refined step"), &judge(Some(85), true, &[])),
+        reply(
+            "quality_judge",
+            Some("Refined step"),
+            &judge(Some(85), true, &[]),
+        ),
         reply("quality_judge", None, &judge(Some(50), false, &[])),
     ]);
     let out = thread.run(llm, start()).await;
     assert_eq!(out.status, RunStatus::Completed);
-    assert!(thread.bodies().any(|b| matches!(b, EntryBody::Draft { source: DraftSource::Fallback, .. })));
+    assert!(thread.bodies().any(|b| matches!(
+        b,
+        EntryBody::Draft {
+            source: DraftSource::Fallback,
+            ..
+        }
+    )));
     // The fallback keeps the two tasks, with their refined descriptions.
     let plan = thread.state().plan.unwrap();
     assert_eq!(plan.subtask_ids().collect::<Vec<_>>(), ["task_1", "task_2"]);
-    assert_eq!(plan.task_decomposition.subtasks[0].description, "Refined step 1");
+    assert_eq!(
+        plan.task_decomposition.subtasks[0].description,
+        "Refined step 1"
+    );
 }

@@ -17,18 +17,35 @@ async fn partial_replan_keeps_done_tasks_and_reflection_revision_makes_plan_v3()
     let revisions: Vec<(u32, ReplanType)> = thread
         .bodies()
         .filter_map(|b| match b {
-            EntryBody::Revision { version, replan_type, .. } => Some((*version, *replan_type)),
+            EntryBody::Revision {
+                version,
+                replan_type,
+                ..
+            } => Some((*version, *replan_type)),
             _ => None,
         })
         .collect();
-    assert_eq!(revisions, [(2, ReplanType::PartialReplan), (3, ReplanType::PlanRevision)]);
+    assert_eq!(
+        revisions,
+        [
+            (2, ReplanType::PartialReplan),
+            (3, ReplanType::PlanRevision)
+        ]
+    );
     let state = thread.state();
     // Seed 000 §11.4.3: a partial replan keeps task_1 ticked in plan v2 (and v3).
-    assert_eq!(state.plan_history[1].final_tasks.get("task_1"), Some(&TaskState::Done));
+    assert_eq!(
+        state.plan_history[1].final_tasks.get("task_1"),
+        Some(&TaskState::Done)
+    );
     assert!(thread.bodies().any(|b| matches!(b, EntryBody::TaskState { task_id, state: TaskState::Done, note: Some(n), .. } if task_id == "task_1" && n.contains("carried over from plan v1"))));
     // task_1's work was not repeated after the replan: only one note for it, plus task_2's.
     assert_eq!(state.task_state("task_2"), TaskState::Done);
-    assert!(state.plan.unwrap().action_plan.actions[1].purpose.contains("PLAN-V3-ACTION"));
+    assert!(
+        state.plan.unwrap().action_plan.actions[1]
+            .purpose
+            .contains("PLAN-V3-ACTION")
+    );
 }
 
 /// The cycle is killed after every possible number of stored entries and restarted; each time it
@@ -36,24 +53,42 @@ async fn partial_replan_keeps_done_tasks_and_reflection_revision_makes_plan_v3()
 #[tokio::test]
 async fn a_cycle_killed_after_any_entry_resumes_to_the_same_final_state() {
     let mut reference = Thread::new();
-    reference.run(FirstMatch::from_file(SCENARIO), start()).await;
+    reference
+        .run(FirstMatch::from_file(SCENARIO), start())
+        .await;
     let expected_state = reference.state();
     let expected_checklist = checklist_text(&expected_state);
     let total = reference.entries.len();
-    assert!(total > 30, "the scenario should be long enough to be interesting: {total}");
+    assert!(
+        total > 30,
+        "the scenario should be long enough to be interesting: {total}"
+    );
 
     for k in 1..total {
         let thread = Thread::new();
         let input = start();
         let killed = Arc::new(MemorySink::failing_after(vec![], k));
-        let deps = thread.deps(FirstMatch::from_file(SCENARIO), killed.clone(), "run-1", &input);
+        let deps = thread.deps(
+            FirstMatch::from_file(SCENARIO),
+            killed.clone(),
+            "run-1",
+            &input,
+        );
         let first = run_cycle(&deps, replay(&[]), &input).await;
-        assert!(first.is_err(), "k={k}: the sink should have stopped the cycle");
+        assert!(
+            first.is_err(),
+            "k={k}: the sink should have stopped the cycle"
+        );
         let stored = killed.entries();
         assert!(stored.len() <= k);
 
         let resumed = Arc::new(MemorySink::new(stored.clone()));
-        let deps = thread.deps(FirstMatch::from_file(SCENARIO), resumed.clone(), "run-1", &input);
+        let deps = thread.deps(
+            FirstMatch::from_file(SCENARIO),
+            resumed.clone(),
+            "run-1",
+            &input,
+        );
         let out = run_cycle(&deps, replay(&stored), &input)
             .await
             .unwrap_or_else(|e| panic!("k={k}: resume failed: {e}"));
