@@ -33,7 +33,7 @@ fn scenario(overrides: &str) -> Scenario {
         );
     }
     for step in base.steps {
-        for _ in 0..12 {
+        for _ in 0..40 {
             steps.push(step.clone());
         }
     }
@@ -49,6 +49,8 @@ struct World {
     _origin: TestRepo,
     checkout: TestRepo,
     files: TempDir,
+    /// Each run of the binary is a new workflow run with its own id.
+    runs: std::cell::Cell<u32>,
 }
 
 impl World {
@@ -66,6 +68,7 @@ impl World {
             _origin: origin,
             checkout,
             files: TempDir::new().unwrap(),
+            runs: std::cell::Cell::new(0),
         }
     }
 
@@ -74,8 +77,8 @@ impl World {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/github-events")
             .join(format!("{fixture}.json"));
-        let mut value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
-            .expect("fixture is JSON");
+        let mut value: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("fixture is JSON");
         let repo = self.fake.repo();
         let (owner, name) = repo.split_once('/').unwrap();
         value["repository"]["full_name"] = json!(repo);
@@ -130,7 +133,10 @@ impl World {
             ("GITHUB_RUN_ID", "4242".to_owned()),
             ("GITHUB_RUN_ATTEMPT", "1".to_owned()),
             ("GITHUB_TOKEN", self.fake.token()),
-            ("GITHUB_WORKSPACE", self.checkout.path().display().to_string()),
+            (
+                "GITHUB_WORKSPACE",
+                self.checkout.path().display().to_string(),
+            ),
             ("GITHUB_OUTPUT", file("output.txt")),
             ("GITHUB_STEP_SUMMARY", file("summary.md")),
             ("REPLAN_LLM__PROVIDER", "openai".to_owned()),
@@ -158,6 +164,11 @@ impl World {
             }
         }
         command.envs(env);
+        if env.get("GITHUB_RUN_ID").map(String::as_str) == Some("4242") {
+            let run = 4242 + self.runs.get();
+            command.env("GITHUB_RUN_ID", run.to_string());
+        }
+        self.runs.set(self.runs.get() + 1);
         command.arg("run");
         command.timeout(std::time::Duration::from_secs(120));
         command.output().expect("run replan")
@@ -262,7 +273,10 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
         "completion",
         "run_finished",
     ] {
-        assert!(types.iter().any(|t| t == wanted), "no {wanted} in {types:?}");
+        assert!(
+            types.iter().any(|t| t == wanted),
+            "no {wanted} in {types:?}"
+        );
     }
     let parsed = jsonl::parse(&world.history(number));
     assert!(parsed.corrupt.is_empty());
@@ -291,7 +305,10 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
     assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
     // Log groups, masks, and no secret in any output.
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("::group::Replan: planning cycle on #"), "{stdout}");
+    assert!(
+        stdout.contains("::group::Replan: planning cycle on #"),
+        "{stdout}"
+    );
     assert!(stdout.contains("::add-mask::"), "{stdout}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains(&world.fake.token()), "{stderr}");
@@ -306,7 +323,9 @@ fn github_e2e_non_collaborator_comment_is_refused_politely_and_exits_0() {
     let world = World::new("");
     world.fake.add_collaborator("alice", "write");
     let number = world.fake.seed_issue("Title", "Body", "alice");
-    let comment = world.fake.seed_comment(number, "mallory", "/replan do something else");
+    let comment = world
+        .fake
+        .seed_comment(number, "mallory", "/replan do something else");
     let payload = world.comment_created(number, comment);
 
     let output = world.run(&world.env("issue_comment", &payload));
@@ -320,9 +339,16 @@ fn github_e2e_non_collaborator_comment_is_refused_politely_and_exits_0() {
         .collect();
     assert_eq!(replies.len(), 1, "one short reply");
     assert!(replies[0].body.contains("@mallory"), "{}", replies[0].body);
-    assert!(replies[0].body.contains("write access"), "{}", replies[0].body);
+    assert!(
+        replies[0].body.contains("write access"),
+        "{}",
+        replies[0].body
+    );
     assert!(ours(&replies[0].body), "the reply carries our marker");
-    assert!(world.llm.requests().is_empty(), "no LLM call for a refused trigger");
+    assert!(
+        world.llm.requests().is_empty(),
+        "no LLM call for a refused trigger"
+    );
     assert!(world.fake.ref_sha(BRANCH).is_none(), "no history written");
 }
 
@@ -386,7 +412,9 @@ fn github_e2e_missing_token_exits_2_and_says_which_variable() {
 fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
     let world = World::new("");
     world.fake.add_collaborator("alice", "write");
-    let number = world.fake.seed_issue("Add a hello file", "Please.", "alice");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
     world.prepare_pull_request_branch(number);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -420,7 +448,9 @@ fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
 fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
     let world = World::new("");
     world.fake.add_collaborator("alice", "write");
-    let number = world.fake.seed_issue("Add a hello file", "Please.", "alice");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
     world.prepare_pull_request_branch(number);
     let path = format!("planning_history/issues/{number}.jsonl");
     // Another run on the same thread commits its line just before our first ref update.
@@ -441,12 +471,218 @@ fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
         parsed.entries.iter().any(|e| e.run_id == "other-1"),
         "the other run's line survived"
     );
-    let ours: Vec<_> = parsed.entries.iter().filter(|e| e.run_id == "4242-1").collect();
+    let ours: Vec<_> = parsed
+        .entries
+        .iter()
+        .filter(|e| e.run_id == "4242-1")
+        .collect();
     assert!(ours.iter().any(|e| e.body.type_name() == "run_started"));
     assert!(ours.iter().any(|e| e.body.type_name() == "run_finished"));
     let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
     let mut unique = seqs.clone();
     unique.sort_unstable();
     unique.dedup();
-    assert_eq!(unique.len(), seqs.len(), "sequence numbers stay unique: {seqs:?}");
+    assert_eq!(
+        unique.len(),
+        seqs.len(),
+        "sequence numbers stay unique: {seqs:?}"
+    );
+}
+
+fn comment_by(world: &World, number: u64, author: &str, body: &str) -> PathBuf {
+    let id = world.fake.seed_comment(number, author, body);
+    world.comment_created(number, id)
+}
+
+fn checklist_of(world: &World, number: u64) -> String {
+    world
+        .fake
+        .comments(number)
+        .into_iter()
+        .find(|c| c.body.starts_with("<!-- replan:checklist -->"))
+        .map(|c| c.body)
+        .unwrap_or_default()
+}
+
+fn llm_saw(world: &World, needle: &str) -> bool {
+    world
+        .llm
+        .requests()
+        .iter()
+        .any(|r| r.texts().iter().any(|t| t.contains(needle)))
+}
+
+#[test]
+fn github_e2e_replan_command_with_a_reason_revises_the_plan_with_carry_over() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    let first = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+
+    for (round, body) in [
+        "/replan tasks the tests need their own subtask",
+        "/replan actions write the file in one go",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let payload = comment_by(&world, number, "alice", body);
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "round {round}: {}",
+            text(&output)
+        );
+        if std::env::var("E2E_DEBUG").is_ok() {
+            eprintln!("{}\n{}", text(&output), world.history(number));
+        }
+    }
+
+    let checklist = checklist_of(&world, number);
+    assert!(
+        checklist.contains("## 📋 Execution Plan (Revised #2)"),
+        "{checklist}"
+    );
+    assert!(
+        checklist.contains("write the file in one go"),
+        "the reason is shown: {checklist}"
+    );
+    assert!(
+        checklist.contains("**Previous Progress**: 2/2"),
+        "progress of the previous plan is carried over: {checklist}"
+    );
+    assert!(checklist.contains("<details>"), "{checklist}");
+    assert!(llm_saw(&world, "the tests need their own subtask"));
+    assert!(llm_saw(&world, "write the file in one go"));
+    let types = world.types(number);
+    assert_eq!(
+        types.iter().filter(|t| *t == "revision").count(),
+        2,
+        "{types:?}"
+    );
+    assert_eq!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .filter(|c| c.body.starts_with("<!-- replan:checklist -->"))
+            .count(),
+        1
+    );
+    let outputs = world.outputs();
+    assert_eq!(outputs["plan_version"], "3", "{outputs:?}");
+}
+
+const ASK_WHICH_FILE: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Now evaluate the whole plan" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 0.9, "reasoning": "which file?", "replan_type": "clarification_request",
+       "target_phase": "goal_understanding", "clarification_needed": true, "clarification_questions": ["Which file should hold the greeting?"],
+       "assumptions_to_make": ["hello.md"]}}
+"#;
+
+#[test]
+fn github_e2e_clarification_waits_for_the_answer_comment_and_resumes() {
+    let world = World::new(ASK_WHICH_FILE);
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a greeting", "Somewhere.", "alice");
+    world.prepare_pull_request_branch(number);
+
+    let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+
+    assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
+    assert_eq!(world.outputs()["status"], "waiting_for_answer");
+    let question = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .find(|c| c.body.contains("Which file should hold the greeting?"))
+        .expect("the question was posted");
+    assert!(ours(&question.body));
+    assert!(
+        question.body.contains("hello.md"),
+        "assumptions are shown: {}",
+        question.body
+    );
+    assert!(world.fake.pull_requests().is_empty());
+
+    let payload = comment_by(&world, number, "alice", "Put it in hello.md at the root.");
+    let answered = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(answered.status.code(), Some(0), "{}", text(&answered));
+    assert!(llm_saw(&world, "Put it in hello.md at the root."));
+    let types = world.types(number);
+    assert!(types.contains(&"question".to_owned()), "{types:?}");
+    assert!(types.contains(&"answer".to_owned()), "{types:?}");
+    let outputs = world.outputs();
+    assert_eq!(outputs["status"], "completed", "{outputs:?}");
+    assert_eq!(world.fake.pull_requests().len(), 1);
+}
+
+const UNSURE_REPLAN: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Now evaluate the whole plan" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 0.4, "reasoning": "the action order might be wrong", "replan_type": "partial_replan",
+       "target_phase": "action_sequence", "replan_level": 2, "issues_found": ["order"], "recommended_actions": ["reorder"],
+       "clarification_needed": false, "clarification_questions": []}}
+"#;
+
+#[test]
+fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
+    let world = World::new(UNSURE_REPLAN);
+    world.fake.add_collaborator("alice", "write");
+    world.fake.add_collaborator("maya", "maintain");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.prepare_pull_request_branch(number);
+
+    let first = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert_eq!(world.outputs()["status"], "waiting_for_approval");
+    assert!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .any(|c| ours(&c.body) && c.body.contains("/approve")),
+        "an approval request asks for /approve"
+    );
+
+    let payload = comment_by(&world, number, "maya", "/approve");
+    let approved = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let outputs = world.outputs();
+    assert_eq!(outputs["status"], "completed", "{outputs:?}");
+    // The decision came on the draft, so the approved re-planning produced the first plan.
+    assert_eq!(outputs["plan_version"], "1", "{outputs:?}");
+    assert_eq!(outputs["tasks_done"], "2", "{outputs:?}");
+    let history = world.history(number);
+    assert!(
+        jsonl::parse(&history).entries.iter().any(|e| matches!(
+            &e.body,
+            EntryBody::ReplanDecision(d) if d.confidence == 0.4 && d.result == replan::history::entry::DecisionResult::Pending
+        )),
+        "the 0.4 decision waited"
+    );
+    assert!(
+        jsonl::parse(&history).entries.iter().any(|e| matches!(
+            &e.body,
+            EntryBody::Approval { decision: Some(_), author: Some(a), .. } if a == "maya"
+        )),
+        "the approval is recorded with its author"
+    );
 }
