@@ -686,3 +686,46 @@ fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
         "the approval is recorded with its author"
     );
 }
+
+#[test]
+fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
+    let world = World::new(ASK_WHICH_FILE);
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Add a greeting", "Somewhere.", "alice");
+    world.prepare_pull_request_branch(number);
+    let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
+    assert_eq!(world.outputs()["status"], "waiting_for_answer");
+    let schedule = world.files.path().join("schedule.json");
+    std::fs::write(&schedule, r#"{"schedule": "*/30 * * * *"}"#).unwrap();
+
+    // Not yet timed out: the sweep leaves the thread waiting.
+    let early = world.run(&world.env("schedule", &schedule));
+    assert_eq!(early.status.code(), Some(0), "{}", text(&early));
+    assert!(!world.types(number).contains(&"answer".to_owned()));
+
+    // An hour passes (the history is backdated); the timeout is one minute.
+    let path = format!("planning_history/issues/{number}.jsonl");
+    let old = regex::Regex::new(r#""ts":"[^"]+""#)
+        .unwrap()
+        .replace_all(&world.history(number), r#""ts":"2024-05-01T11:00:00Z""#)
+        .into_owned();
+    world.fake.commit_file(BRANCH, &path, &old);
+    let mut env = world.env("schedule", &schedule);
+    env.insert(
+        "REPLAN_PLANNING__REPLANNING__GOAL_UNDERSTANDING__AUTO_ASSUME_TIMEOUT_MINUTES".into(),
+        "1".into(),
+    );
+    let swept = world.run(&env);
+
+    assert_eq!(swept.status.code(), Some(0), "{}", text(&swept));
+    let parsed = jsonl::parse(&world.history(number));
+    assert!(
+        parsed
+            .entries
+            .iter()
+            .any(|e| matches!(&e.body, EntryBody::Answer { assumed: true, .. })),
+        "the sweep answered with the assumptions"
+    );
+    assert_eq!(world.outputs()["status"], "completed");
+}
