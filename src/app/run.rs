@@ -409,6 +409,22 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         None => String::new(),
     };
     let thread = ThreadRef::issue(number);
+    let title = opts.title.clone().unwrap_or_default();
+    match local.thread_file(&thread).await {
+        Ok(_) => {}
+        Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
+            local
+                .create_thread(thread, &title, &body, local.local_user())
+                .await
+                .map_err(|e| CliError::failure(e.to_string()))?;
+        }
+        Err(crate::forge::ForgeError::NotFound { what }) => {
+            return Err(CliError::usage(format!(
+                "there is no {what} yet: pass --title and --body to create issue #{number} for a local run"
+            )));
+        }
+        Err(e) => return Err(CliError::usage(e.to_string())),
+    }
     let trigger = Trigger {
         forge: ForgeKind::Local,
         repo: String::new(),
@@ -418,10 +434,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
             id: None,
             is_bot: false,
         },
-        request: Request::Start {
-            title: opts.title.clone().unwrap_or_default(),
-            body,
-        },
+        request: Request::Start { title, body },
         comment: None,
         event: "local.run".into(),
         project_id: None,

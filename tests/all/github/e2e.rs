@@ -22,7 +22,7 @@ const BRANCH: &str = "replan-history";
 
 /// The base replies, each repeated so a whole cycle (and a few replans) has enough, after the
 /// test's own steps (used first, once each).
-fn scenario(overrides: &str) -> Scenario {
+pub fn scenario(overrides: &str) -> Scenario {
     let base = Scenario::from_yaml(BASE_SCENARIO).expect("base scenario");
     let mut steps = Vec::new();
     if !overrides.trim().is_empty() {
@@ -691,7 +691,9 @@ fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
 fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
     let world = World::new(ASK_WHICH_FILE);
     world.fake.add_collaborator("alice", "write");
-    let number = world.fake.seed_issue("Add a greeting", "Somewhere.", "alice");
+    let number = world
+        .fake
+        .seed_issue("Add a greeting", "Somewhere.", "alice");
     world.prepare_pull_request_branch(number);
     let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
     assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
