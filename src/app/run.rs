@@ -256,11 +256,13 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
             trigger.event
         )));
     };
-    let react = forge.react(
-        &thread,
-        trigger.comment.as_ref().map(|c| c.id.as_str()),
-        Reaction::Eyes,
-    );
+    // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
+    let react_to = trigger
+        .comment
+        .as_ref()
+        .filter(|_| !is_review_comment(&trigger))
+        .map(|c| c.id.as_str());
+    let react = forge.react(&thread, react_to, Reaction::Eyes);
     if let Err(e) = react.await {
         tracing::warn!("could not add the 👀 reaction: {e}");
     }
@@ -274,6 +276,10 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
     )
     .await;
     finish(&ctx, result)
+}
+
+fn is_review_comment(trigger: &Trigger) -> bool {
+    trigger.event.starts_with("pull_request_review_comment")
 }
 
 fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> {
@@ -292,7 +298,11 @@ fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> 
 /// made after the event is seen.
 async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &GitHubForge) -> GateDecision {
     let policy = gate_policy(&ctx.config);
-    let fetched = match &trigger.comment {
+    let fetched = match trigger
+        .comment
+        .as_ref()
+        .filter(|_| !is_review_comment(trigger))
+    {
         Some(comment) => match forge.comment(&comment.id).await {
             Ok(current) => Some(current),
             Err(e) => {

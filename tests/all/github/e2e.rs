@@ -731,3 +731,76 @@ fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
     );
     assert_eq!(world.outputs()["status"], "completed");
 }
+
+#[test]
+fn github_e2e_comment_edited_after_the_run_started_is_not_trusted() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let comment = world.fake.seed_comment(number, "alice", "/status");
+    let payload = world.comment_created(number, comment);
+    // The author edits the comment after the job started: its edit time is in the future of
+    // the run's start (the fake's clock is moved a day past the wall clock).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    world.fake.advance_clock(now - world.fake.now() + 86_400);
+    world
+        .fake
+        .edit_comment(comment, "/replan goal do something else entirely");
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let replies: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR)
+        .collect();
+    assert_eq!(replies.len(), 1);
+    assert!(
+        replies[0].body.contains("edited after I started"),
+        "{}",
+        replies[0].body
+    );
+    assert!(world.llm.requests().is_empty());
+    assert!(world.fake.ref_sha(BRANCH).is_none());
+}
+
+const LLM_DOWN: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Produce the planning phases" }
+    fault: { kind: status, status: 500, times: 50 }
+    reply: "never"
+"#;
+
+#[test]
+fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation() {
+    let world = World::new(LLM_DOWN);
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("::error title=Replan::"), "{stdout}");
+    assert!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .any(|c| ours(&c.body) && c.body.contains("500")),
+        "a failure notice tells the thread: {:#?}",
+        world.fake.comments(number)
+    );
+    assert_eq!(world.outputs()["status"], "failed");
+    let types = world.types(number);
+    assert!(types.contains(&"run_started".to_owned()), "{types:?}");
+}
