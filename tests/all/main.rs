@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod engine;
 mod github;
+mod gitlab;
 mod harness;
 mod llm;
 mod trigger;

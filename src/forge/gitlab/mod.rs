@@ -17,7 +17,7 @@ pub use token::gitlab_token;
 use crate::config::Config;
 use crate::forge::{Forge, ForgeError};
 use crate::history::HistoryBackend;
-use crate::trigger::Trigger;
+use crate::trigger::{Actor, Request, StartRules, Trigger, TriggerComment};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -78,4 +78,44 @@ pub async fn connect(
         history: Arc::new(history),
         run_url,
     })
+}
+
+/// Completes a trigger from a pipeline started with `REPLAN_NOTE_ID`: fetches the note and makes
+/// its author the actor and its text the request (the pipeline user only owns the trigger
+/// token). Other triggers are left as they are. Call it before the gate.
+pub async fn resolve_note(
+    forge: &dyn Forge,
+    trigger: &mut Trigger,
+    rules: &StartRules,
+) -> Result<(), ForgeError> {
+    let Request::FetchComment { id } = &trigger.request else {
+        return Ok(());
+    };
+    let id = id.clone();
+    let thread = trigger.thread.ok_or_else(|| {
+        ForgeError::Other(format!(
+            "REPLAN_NOTE_ID={id} needs REPLAN_ISSUE_IID to say which issue the note is on"
+        ))
+    })?;
+    let note = forge
+        .comments(&thread)
+        .await?
+        .into_iter()
+        .find(|c| c.id == id)
+        .ok_or_else(|| ForgeError::NotFound {
+            what: format!("note {id} (REPLAN_NOTE_ID) on {thread}"),
+        })?;
+    let author = Actor {
+        login: note.author.clone(),
+        id: None,
+        is_bot: note.author_is_bot,
+    };
+    let comment = TriggerComment {
+        id: note.id,
+        body: note.body,
+        created_at: Some(note.created_at),
+        updated_at: Some(note.updated_at),
+    };
+    trigger.resolve_comment(comment, author, rules);
+    Ok(())
 }

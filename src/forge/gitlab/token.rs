@@ -10,10 +10,15 @@ pub const TOKEN_VARIABLE: &str = "GITLAB_TOKEN";
 /// The access token from `GITLAB_TOKEN`, or an error that names the fix.
 pub fn gitlab_token(env: &BTreeMap<String, String>) -> Result<String, ForgeError> {
     let present = |name: &str| env.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let setup = "create a project access token (Settings → Access tokens) with the `api` scope and the Developer role, or a personal access token with the `api` scope, and store it in a masked CI/CD variable named GITLAB_TOKEN (Settings → CI/CD → Variables)";
     if let Some(token) = present(TOKEN_VARIABLE) {
+        if present("CI_JOB_TOKEN") == Some(token) {
+            return Err(ForgeError::Other(format!(
+                "GITLAB_TOKEN holds the CI job token (GITLAB_TOKEN: $CI_JOB_TOKEN), which cannot post notes, commit the history branch or open merge requests: {setup}."
+            )));
+        }
         return Ok(token.to_owned());
     }
-    let setup = "create a project access token (Settings → Access tokens) with the `api` scope and the Developer role, or a personal access token with the `api` scope, and store it in a masked CI/CD variable named GITLAB_TOKEN (Settings → CI/CD → Variables)";
     if present("CI_JOB_TOKEN").is_some() {
         return Err(ForgeError::Other(format!(
             "GITLAB_TOKEN is not set and only CI_JOB_TOKEN is available. GitLab's job token cannot post notes, commit the history branch or open merge requests, so Replan does not use it: {setup}."
@@ -63,6 +68,18 @@ mod tests {
             assert!(err.contains(needle), "{needle}: {err}");
         }
         assert!(!err.contains("glcbt-secret"), "{err}");
+    }
+
+    #[test]
+    fn the_job_token_copied_into_gitlab_token_is_refused() {
+        let err = gitlab_token(&env(&[
+            ("CI_JOB_TOKEN", "glcbt-same"),
+            ("GITLAB_TOKEN", "glcbt-same"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("holds the CI job token"), "{err}");
+        assert!(!err.contains("glcbt-same"), "{err}");
     }
 
     #[test]
