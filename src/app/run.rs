@@ -228,8 +228,11 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
 async fn gitlab(ctx: Ctx) -> Result<Exit, CliError> {
     use crate::forge::gitlab;
     let rules = start_rules(&ctx.config, ForgeKind::GitLab);
-    let vars: std::collections::HashMap<String, String> =
-        ctx.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let vars: std::collections::HashMap<String, String> = ctx
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let outcome =
         crate::trigger::from_gitlab(&vars, &rules).map_err(|e| CliError::usage(e.to_string()))?;
     let mut trigger = match outcome {
