@@ -12,18 +12,20 @@ use crate::forge::Forge;
 use crate::forge::local::LocalForge;
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::local::LocalHistory;
-use crate::history::{HistoryBackend, SessionState, replay};
+use crate::history::{HistoryBackend, replay};
 use crate::llm::scenario::{Scenario, ScenarioMode};
 use crate::llm::{ChatRequest, ChatResponse, Llm, LlmError, ScriptedLlm};
-use crate::plan::TaskState;
-use crate::report::{Notice, Reporter};
+use crate::report::checklist::{self, ChecklistContext};
+use crate::report::forge_reporter::ForgeReporter;
+use crate::report::markers;
 use crate::tools::registry_builder::{ToolContext, build_registry};
 use crate::tools::workspace::Workspace;
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.yaml");
 const ISSUE_TITLE: &str = "Add a CONTRIBUTING.md and link it from the README";
@@ -105,12 +107,15 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
         .await
         .map_err(|e| setup(e.to_string()))?;
     let state = replay(&crate::history::jsonl::parse(&loaded.text).entries);
-    let reporter = Arc::new(DemoReporter {
-        forge: forge.clone(),
-        thread,
-        comment: Mutex::new(state.checklist_comment_id.clone()),
-        notices: Mutex::new(vec![]),
-    });
+    let reporter = Arc::new(
+        ForgeReporter::new(
+            forge.clone(),
+            thread,
+            ChecklistContext::default(),
+            Arc::new(|text: &str| text.to_owned()),
+        )
+        .with_min_interval(Duration::ZERO),
+    );
     let input = EngineInput::Start {
         title: ISSUE_TITLE.into(),
         body: format!("<issue-body>\n{ISSUE_BODY}\n</issue-body>"),
@@ -139,11 +144,7 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
     };
     let outcome = run_cycle(&deps, state, &input).await?;
     tools.mcp.shutdown().await;
-    let notices = reporter
-        .notices
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let notices = notice_headlines(forge.as_ref(), &thread).await;
     Ok(DemoReport {
         history_file: history.path(&thread),
         workspace: workspace_dir,
@@ -152,7 +153,10 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
         plan_version: outcome.plan_version,
         tasks_done: outcome.tasks_done,
         tasks_total: outcome.tasks_total,
-        checklist: render_checklist(&outcome.state),
+        checklist: without_marker(&checklist::render(
+            &outcome.state,
+            &ChecklistContext::default(),
+        )),
         notices,
     })
 }
@@ -198,111 +202,32 @@ impl Llm for FirstMatchLlm {
     }
 }
 
-/// The checklist of seed 000 §11.4.2 in its simplest form, for the demo's terminal output and
-/// its local comment.
-pub fn render_checklist(state: &SessionState) -> String {
-    let mut out = if state.plan_version > 1 {
-        format!(
-            "## 📋 Execution Plan (Revised #{})\n\n",
-            state.revision_count()
-        )
-    } else {
-        "## 📋 Execution Plan\n\n".to_string()
-    };
-    if let Some(snap) = state.plan_history.last()
-        && let Some(reason) = &snap.reason
-    {
-        out.push_str(&format!("**Revision Reason**: {reason}\n\n"));
-    }
-    if let Some(plan) = &state.plan {
-        for t in &plan.task_decomposition.subtasks {
-            let mark = if state.task_state(&t.id) == TaskState::Done {
-                "x"
-            } else {
-                " "
-            };
-            out.push_str(&format!("- [{mark}] **{}**: {}\n", t.id, t.description));
-        }
-    }
-    let total = state.tasks_total().max(1);
-    out.push_str(&format!(
-        "\n*Progress: {}/{} ({}%) complete | Plan revisions: {}*\n",
-        state.tasks_done(),
-        state.tasks_total(),
-        state.tasks_done() * 100 / total,
-        state.revision_count()
-    ));
-    out
-}
-
-struct DemoReporter {
-    forge: Arc<LocalForge>,
-    thread: ThreadRef,
-    comment: Mutex<Option<String>>,
-    notices: Mutex<Vec<String>>,
-}
-
-fn notice_line(n: &Notice) -> String {
-    match n {
-        Notice::Decision { phase, decision } => format!(
-            "🔄 Plan revision decided in {} ({:.0}%): {}",
-            phase.title(),
-            decision.confidence * 100.0,
-            decision.reasoning
-        ),
-        Notice::Clarification { questions, .. } => {
-            format!("❓ Clarification needed: {}", questions.join(" / "))
-        }
-        Notice::ApprovalRequest {
-            summary,
-            confidence,
-        } => {
-            format!("✋ Approval needed ({:.0}%): {summary}", confidence * 100.0)
-        }
-        Notice::Override { phase, reason } => {
-            format!("⚠️ Decision in {} overridden: {reason}", phase.title())
-        }
-        Notice::HumanNeeded { reason, .. } => format!("🙋 A person is needed: {reason}"),
-        Notice::Failure { message } => format!("❌ Failure: {message}"),
-        Notice::Completion { summary } => format!("✅ {summary}"),
-        Notice::Info { text } => format!("ℹ️ {text}"),
+/// Comments start with a hidden marker line that means nothing on a terminal.
+fn without_marker(body: &str) -> String {
+    match body.split_once('\n') {
+        Some((first, rest)) if markers::is_ours(first) => rest.to_owned(),
+        _ => body.to_owned(),
     }
 }
 
-#[async_trait]
-impl Reporter for DemoReporter {
-    async fn progress(&self, state: &SessionState) -> Option<String> {
-        let body = render_checklist(state);
-        let existing = self
-            .comment
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        match existing {
-            Some(id) => {
-                let _ = self.forge.update_comment(&self.thread, &id, &body).await;
-                None
-            }
-            None => {
-                let c = self.forge.post_comment(&self.thread, &body).await.ok()?;
-                *self.comment.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.id.clone());
-                Some(c.id)
-            }
-        }
-    }
-
-    async fn notice(&self, _state: &SessionState, notice: &Notice) -> Option<String> {
-        let line = notice_line(notice);
-        self.notices
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(line.clone());
-        self.forge
-            .post_comment(&self.thread, &line)
-            .await
-            .ok()
-            .map(|c| c.id)
-    }
-
-    async fn finish(&self, _state: &SessionState) {}
+/// One line per notice comment the run posted on the local issue: its heading, and for a
+/// decision the model's reasoning.
+async fn notice_headlines(forge: &LocalForge, thread: &ThreadRef) -> Vec<String> {
+    let comments = forge.comments(thread).await.unwrap_or_default();
+    comments
+        .iter()
+        .filter(|c| !c.body.starts_with(markers::CHECKLIST_MARKER))
+        .filter_map(|c| {
+            let body = without_marker(&c.body);
+            let mut lines = body.lines().map(str::trim).filter(|l| !l.is_empty());
+            let heading = lines.next()?.trim_start_matches('#').trim().to_owned();
+            let reasoning = body
+                .split_once("**Reasoning**:")
+                .and_then(|(_, rest)| rest.lines().map(str::trim).find(|l| !l.is_empty()));
+            Some(match reasoning {
+                Some(r) => format!("{heading}: {r}"),
+                None => heading,
+            })
+        })
+        .collect()
 }

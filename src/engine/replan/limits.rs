@@ -228,11 +228,11 @@ mod tests {
                 DecisionResult::Skipped
             },
             duration_ms: 1,
+            restart_phase: None,
             trigger: None,
             trigger_key: key.into(),
             parse_error: None,
             raw_reply: None,
-            restart_phase: None,
         }
     }
 
