@@ -456,12 +456,25 @@ async fn sweep(
 
 // ----- local runs
 
+/// The local forge and history usually sit inside the workspace; a `.gitignore` of `*` in their
+/// directory keeps them out of the commit that `open_pull_request` makes from the working tree.
+fn keep_out_of_commits(dir: &std::path::Path) -> Result<(), CliError> {
+    let ignore = dir.join(".gitignore");
+    if ignore.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&ignore, "# Replan's local forge and history\n*\n"))
+        .map_err(|e| CliError::usage(format!("cannot prepare --local-dir {}: {e}", dir.display())))
+}
+
 async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
     let number = opts.issue.unwrap_or(1);
     let dir = opts
         .local_dir
         .clone()
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
+    keep_out_of_commits(&dir)?;
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
     let forge: Arc<dyn Forge> = local.clone();
     let backend: Arc<dyn HistoryBackend> = Arc::new(LocalHistory::new(

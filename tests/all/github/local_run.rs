@@ -9,17 +9,23 @@ use crate::support::TestRepo;
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
-#[test]
-fn local_run_plans_executes_and_writes_the_history_file() {
-    let llm = LlmServer::start(scenario(""));
+/// A checkout with an `origin`, ready for a local run that ends in a pull request.
+fn checkout() -> (TestRepo, TestRepo) {
     let origin = TestRepo::bare();
     let checkout = TestRepo::clone_from(&origin);
     let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
     checkout.write("README.md", "# widgets\n");
     checkout.commit_all("init");
     checkout.run_git(&["push", "-q", "origin", "main"]);
-    let state = TempDir::new().unwrap();
+    (origin, checkout)
+}
 
+/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
+fn run_local(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Output {
     let mut command = Command::cargo_bin("replan").unwrap();
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
@@ -27,7 +33,7 @@ fn local_run_plans_executes_and_writes_the_history_file() {
             command.env(key, value);
         }
     }
-    let output = command
+    command
         .envs(isolated_git_env())
         .env("USER", "dev")
         .env("REPLAN_LLM__PROVIDER", "openai")
@@ -44,13 +50,14 @@ fn local_run_plans_executes_and_writes_the_history_file() {
             "Please.",
         ])
         .arg("--workspace")
-        .arg(checkout.path())
-        .arg("--local-dir")
-        .arg(state.path())
+        .arg(checkout.path());
+    if let Some(dir) = local_dir {
+        command.arg("--local-dir").arg(dir);
+    }
+    let output = command
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
-
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -58,6 +65,15 @@ fn local_run_plans_executes_and_writes_the_history_file() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    output
+}
+
+#[test]
+fn local_run_plans_executes_and_writes_the_history_file() {
+    let llm = LlmServer::start(scenario(""));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let output = run_local(&llm, &checkout, Some(state.path()));
     let history =
         std::fs::read_to_string(state.path().join("planning_history/issues/7.jsonl")).unwrap();
     let parsed = jsonl::parse(&history);
@@ -77,6 +93,25 @@ fn local_run_plans_executes_and_writes_the_history_file() {
     assert!(
         !String::from_utf8_lossy(&output.stdout).contains("::group::"),
         "no workflow commands outside Actions"
+    );
+}
+
+#[test]
+fn local_run_keeps_its_default_state_directory_out_of_the_pull_request() {
+    let llm = LlmServer::start(scenario(""));
+    let (_origin, checkout) = checkout();
+    run_local(&llm, &checkout, None);
+    assert!(
+        checkout
+            .path()
+            .join(".replan/planning_history/issues/7.jsonl")
+            .exists()
+    );
+    let files = checkout.run_git(&["ls-tree", "-r", "--name-only", "replan/issue-7"]);
+    assert!(files.lines().any(|f| f == "hello.md"), "{files}");
+    assert!(
+        !files.contains(".replan"),
+        "the local forge and history must not be committed: {files}"
     );
 }
 
