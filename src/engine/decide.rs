@@ -398,7 +398,14 @@ async fn escalate(
         ),
         notices,
     );
-    let EscalationStep::AskAlternative { prompt } = esc.first_step(&decision, counters, cfg) else {
+    let template = cx
+        .deps
+        .prompts
+        .template("escalation")
+        .map_err(CycleError::from)?;
+    let EscalationStep::AskAlternative { prompt } =
+        esc.first_step(template, &decision, counters, cfg)
+    else {
         return Ok(DecisionOutcome::Continue);
     };
     let purpose = format!("replan_decision.{}.escalation", ask.phase.as_str());

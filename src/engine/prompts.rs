@@ -15,6 +15,7 @@ pub const OVERRIDE_DIR: &str = ".github/replan/prompts";
 
 const BUILT_IN: &[(&str, &str)] = &[
     ("system", include_str!("../../prompts/system.md")),
+    ("escalation", super::replan::ESCALATION_TEMPLATE),
     (
         "planning_single",
         include_str!("../../prompts/planning_single.md"),
@@ -210,5 +211,35 @@ mod tests {
                 .unwrap()
                 .contains("Planning Process")
         );
+    }
+
+    #[test]
+    fn every_prompt_file_is_built_in_and_overridable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(OVERRIDE_DIR);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("escalation.md"), "limit hit in {phase}").unwrap();
+        let prompts = Prompts::with_overrides(dir.path()).unwrap();
+        assert_eq!(
+            prompts.template("escalation").unwrap(),
+            "limit hit in {phase}"
+        );
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        for file in std::fs::read_dir(root).unwrap() {
+            let name = file
+                .unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if name == "structured_reask" {
+                continue; // the LLM layer's own re-ask text, used below the engine
+            }
+            assert!(
+                Prompts::built_in().template(&name).is_ok(),
+                "prompts/{name}.md is not compiled in"
+            );
+        }
     }
 }

@@ -72,21 +72,16 @@ impl Escalation {
     }
 
     /// Step 1: the text that tells the model why its replan was refused and what budget is left.
+    /// `template` is the `escalation` prompt (built in, or the repository's override).
     pub fn first_step(
         &self,
+        template: &str,
         decision: &ReplanDecision,
         counters: &ReplanCounters,
         cfg: &ReplanningConfig,
     ) -> EscalationStep {
         EscalationStep::AskAlternative {
-            prompt: escalation_prompt(
-                ESCALATION_TEMPLATE,
-                self.phase,
-                &self.reason,
-                decision,
-                counters,
-                cfg,
-            ),
+            prompt: escalation_prompt(template, self.phase, &self.reason, decision, counters, cfg),
         }
     }
 
@@ -202,7 +197,8 @@ mod tests {
             ..Default::default()
         };
         let e = Escalation::new(limit_override(), Phase::Execution).unwrap();
-        let EscalationStep::AskAlternative { prompt } = e.first_step(&decision(), &counters, &cfg)
+        let EscalationStep::AskAlternative { prompt } =
+            e.first_step(ESCALATION_TEMPLATE, &decision(), &counters, &cfg)
         else {
             panic!("step 1 asks for an alternative")
         };
