@@ -1,8 +1,23 @@
 //! The planning cycle: five phases, LLM replan decisions, refinement, task judge.
+//!
+//! `step::next_step` decides what to do from the replayed state alone; `cycle::run_cycle` performs
+//! the steps and appends their entries, so resume is just replay.
 
+pub mod batch;
+pub mod commands;
+pub mod context;
+pub mod cycle;
+pub mod decide;
+pub mod demo;
 pub mod input;
+pub mod journal;
 pub mod judge;
+pub mod phases;
+pub mod prompts;
 pub mod refine;
 pub mod replan;
+pub mod step;
 
+pub use cycle::{CycleDeps, CycleError, CycleOutcome, run_cycle};
 pub use input::EngineInput;
+pub use step::{Step, next_step};

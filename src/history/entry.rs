@@ -75,6 +75,24 @@ pub struct DecisionRecord {
     pub parse_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_reply: Option<String>,
+    /// Where planning restarts when the decision is executed (None: no planning phase, e.g. a
+    /// retry). Set by the engine from the decision and the replan levels, so replay needs no policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_phase: Option<Phase>,
+}
+
+/// Why a draft was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftSource {
+    /// A planning phase (or all three in single-call mode).
+    Planning,
+    /// A re-ask after plan validation found problems.
+    ValidationRetry,
+    /// Seed 002 feedback-based replanning.
+    Refinement,
+    /// Seed 002 structure check failed: the per-task fallback merged old and new tasks.
+    Fallback,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +121,8 @@ pub enum ActionOutcome {
     Timeout,
     InvalidArguments,
     Failed,
+    /// The service behind the tool was temporarily unavailable.
+    Unavailable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +163,23 @@ pub struct UsageTotals {
 pub enum EntryBody {
     RunStarted {
         request: RunRequest,
+    },
+    /// A planning-phase output that is not yet the current plan (seed 001 phases 1–3). Only a
+    /// later `plan` or `revision` entry makes a draft current.
+    Draft {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal_understanding: Option<crate::plan::GoalUnderstanding>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_decomposition: Option<crate::plan::TaskDecomposition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action_plan: Option<ActionPlan>,
+        /// The model's self-check per phase (single-call mode).
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        self_check: Value,
+        source: DraftSource,
+        /// Problems found by plan validation or structure validation in this draft.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<String>,
     },
     /// A new current plan (version 1 for the first plan of a thread).
     Plan {
@@ -234,12 +271,17 @@ pub enum EntryBody {
         note: Option<String>,
     },
     /// New subtasks that replace a task (seed 004), with the re-wired dependents.
+    /// `replanning_info` is what each new subtask carries (its generation in the chain).
     TaskSplit {
         original_task_id: String,
         new_subtasks: Vec<crate::plan::Subtask>,
         #[serde(default)]
         updated_action_plan: Option<ActionPlan>,
         replanning_info: ReplanningInfo,
+        /// The whole plan after the split, when the engine computed it (replay then uses it as
+        /// is instead of re-wiring).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_plan: Option<Box<Plan>>,
     },
     /// The checklist comment's id, so later runs edit the same comment.
     Checklist {
@@ -265,6 +307,7 @@ impl EntryBody {
     pub fn type_name(&self) -> &'static str {
         match self {
             EntryBody::RunStarted { .. } => "run_started",
+            EntryBody::Draft { .. } => "draft",
             EntryBody::Plan { .. } => "plan",
             EntryBody::Revision { .. } => "revision",
             EntryBody::Reflection { .. } => "reflection",

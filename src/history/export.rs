@@ -236,6 +236,14 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                 }
                 out.push('\n');
             }
+            EntryBody::Draft {
+                source, problems, ..
+            } => {
+                let _ = writeln!(out, "- Draft ({source:?}) at {at}");
+                for p in problems {
+                    let _ = writeln!(out, "  - problem: {}", cell(p));
+                }
+            }
             EntryBody::Plan { version, plan } => {
                 let _ = writeln!(out, "### Plan v{version} ({at})\n");
                 plan_table(&mut out, plan);

@@ -2,13 +2,75 @@
 //! history and never stored twice. Replay is pure: same entries, same state.
 
 use super::entry::{
-    ApprovalDecision, DecisionRecord, Entry, EntryBody, RunRequest, RunStatus, UsageTotals,
+    ApprovalDecision, DecisionRecord, DecisionResult, DraftSource, Entry, EntryBody, JudgeOutcome,
+    RefinementVerdict, RunRequest, RunStatus, UsageTotals,
 };
-use crate::plan::{Completion, Phase, Plan, Reflection, ReplanType, ReplanningInfo, TaskState};
+use crate::plan::{
+    ActionPlan, Completion, GoalUnderstanding, Phase, Plan, Reflection, ReplanTrigger, ReplanType,
+    ReplanningInfo, TaskDecomposition, TaskState,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One quality-judge round of the refinement loop (seed 002) on the current draft.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RefinementRound {
+    pub attempt: u32,
+    pub score: Option<f64>,
+    pub is_acceptable: bool,
+    pub verdict: RefinementVerdict,
+    /// The replan was asked for because of suggestions on an acceptable plan.
+    pub for_suggestions: bool,
+}
+
+/// A plan being (re)written. Nothing in here is the current plan until a `plan` or `revision`
+/// entry makes it so; a cycle killed half-way resumes from exactly this.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PlanningWork {
+    /// The first phase being (re)planned; earlier phases are kept from the previous plan.
+    pub from: Option<Phase>,
+    pub replan_type: ReplanType,
+    pub trigger: Option<ReplanTrigger>,
+    /// Why this planning started (None for the first plan).
+    pub reason: Option<String>,
+    /// Feedback the planner must take into account (decision issues, a person's reason, answers).
+    pub feedback: Vec<String>,
+    pub goal: Option<GoalUnderstanding>,
+    pub decomposition: Option<TaskDecomposition>,
+    pub actions: Option<ActionPlan>,
+    pub self_check: Value,
+    /// Phases whose replan decision let the draft go on.
+    pub decided: BTreeSet<Phase>,
+    /// Validation or structure problems of the latest draft.
+    pub problems: Vec<String>,
+    pub validation_retries: u32,
+    pub refinement: Vec<RefinementRound>,
+    /// The draft before the latest refinement replan (for the structure check and fallback).
+    pub previous_draft: Option<Plan>,
+    /// The latest draft came from a refinement replan and still needs its structure check.
+    pub needs_structure_check: bool,
+    /// Drafts written by refinement replans since the last planning draft.
+    pub refinement_drafts: u32,
+}
+
+impl PlanningWork {
+    /// The draft as a plan once all three phases are present.
+    pub fn draft(&self) -> Option<Plan> {
+        Some(Plan {
+            goal_understanding: self.goal.clone()?,
+            task_decomposition: self.decomposition.clone()?,
+            action_plan: self.actions.clone()?,
+        })
+    }
+
+    pub fn refinement_accepted(&self) -> bool {
+        self.refinement
+            .last()
+            .is_some_and(|r| r.verdict == RefinementVerdict::Accept)
+    }
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TaskStatus {
@@ -71,6 +133,16 @@ pub struct SessionState {
     pub usage: UsageTotals,
     pub last_seq: u64,
     pub last_status: Option<RunStatus>,
+    /// A plan being written or rewritten (None when the current plan stands).
+    pub planning: Option<PlanningWork>,
+    /// NEEDS_CONTINUATION verdicts per task in the current plan.
+    pub continuations: BTreeMap<String, u32>,
+    /// The end-of-execution monitoring decision (seed 000 §8) was made for the current plan.
+    pub final_review_done: bool,
+    /// Plan revisions made by reflection (`plan_revision`), limited by `max_revisions`.
+    pub reflection_revisions: u32,
+    /// Judge verdicts in file order (task id, outcome).
+    pub judgements: Vec<(String, JudgeOutcome)>,
 }
 
 impl SessionState {
@@ -85,6 +157,32 @@ impl SessionState {
     /// Number of plan revisions so far (plans after the first).
     pub fn revision_count(&self) -> u32 {
         self.plan_version.saturating_sub(1)
+    }
+
+    /// Subtasks of the current plan that are done.
+    pub fn tasks_done(&self) -> usize {
+        self.live_subtask_ids()
+            .filter(|id| self.task_state(id) == TaskState::Done)
+            .count()
+    }
+
+    /// Subtasks of the current plan that count for progress (not replaced or cancelled).
+    pub fn tasks_total(&self) -> usize {
+        self.live_subtask_ids().count()
+    }
+
+    fn live_subtask_ids(&self) -> impl Iterator<Item = &str> {
+        self.plan.iter().flat_map(|p| p.subtask_ids()).filter(|id| {
+            !matches!(
+                self.task_state(id),
+                TaskState::ReplacedByReplan | TaskState::Cancelled
+            )
+        })
+    }
+
+    /// Replans executed so far, in file order.
+    pub fn executed_decisions(&self) -> impl Iterator<Item = &DecisionRecord> {
+        self.decisions.iter().filter(|d| d.executed)
     }
 }
 
@@ -117,16 +215,84 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             updated_plan,
             replan_type,
             ..
-        } => set_plan(
-            s,
-            *version,
-            (**updated_plan).clone(),
-            e.ts,
-            Some(reason.clone()),
-            *replan_type,
-        ),
+        } => {
+            if *replan_type == ReplanType::PlanRevision {
+                s.reflection_revisions += 1;
+            }
+            set_plan(
+                s,
+                *version,
+                (**updated_plan).clone(),
+                e.ts,
+                Some(reason.clone()),
+                *replan_type,
+            )
+        }
         EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection.clone()),
-        EntryBody::ReplanDecision(d) => s.decisions.push((**d).clone()),
+        EntryBody::ReplanDecision(d) => apply_decision(s, d),
+        EntryBody::Draft {
+            goal_understanding,
+            task_decomposition,
+            action_plan,
+            self_check,
+            source,
+            problems,
+        } => {
+            let w = s.planning.get_or_insert_with(PlanningWork::default);
+            if *source == DraftSource::Planning {
+                // A new phase output invalidates the decisions on it and everything after it.
+                let first = [
+                    (goal_understanding.is_some(), Phase::GoalUnderstanding),
+                    (task_decomposition.is_some(), Phase::TaskDecomposition),
+                    (action_plan.is_some(), Phase::ActionSequence),
+                ]
+                .into_iter()
+                .find(|(present, _)| *present)
+                .map(|(_, p)| p);
+                if let Some(first) = first {
+                    w.decided.retain(|p| *p < first);
+                    if first <= Phase::GoalUnderstanding && goal_understanding.is_some() {
+                        if task_decomposition.is_none() {
+                            w.decomposition = None;
+                        }
+                        if action_plan.is_none() {
+                            w.actions = None;
+                        }
+                    }
+                    if first == Phase::TaskDecomposition && action_plan.is_none() {
+                        w.actions = None;
+                    }
+                }
+                w.refinement.clear();
+                w.refinement_drafts = 0;
+                w.previous_draft = None;
+                w.needs_structure_check = false;
+            }
+            if *source == DraftSource::Refinement {
+                w.refinement_drafts += 1;
+                w.previous_draft = w.draft();
+                w.needs_structure_check = true;
+            }
+            if *source == DraftSource::Fallback {
+                w.needs_structure_check = false;
+            }
+            if *source == DraftSource::ValidationRetry {
+                w.validation_retries += 1;
+            }
+            if let Some(g) = goal_understanding {
+                w.goal = Some(g.clone());
+            }
+            if let Some(d) = task_decomposition {
+                w.decomposition = Some(d.clone());
+            }
+            if let Some(a) = action_plan {
+                w.actions = Some(a.clone());
+            }
+            if !self_check.is_null() {
+                w.self_check = self_check.clone();
+            }
+            w.problems = problems.clone();
+        }
         EntryBody::Question {
             questions,
             context,
@@ -141,9 +307,31 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 asked_at: e.ts,
             })
         }
-        EntryBody::Answer { .. } => {
-            if matches!(s.pending, Some(Pending::Question { .. })) {
-                s.pending = None;
+        EntryBody::Answer { text, assumed, .. } => {
+            if let Some(Pending::Question {
+                questions,
+                assumptions,
+                ..
+            }) = s.pending.take()
+            {
+                // The answer (or the stated assumptions) is feedback for a fresh goal understanding.
+                let mut feedback = vec![format!("Questions asked: {}", questions.join(" | "))];
+                if *assumed {
+                    feedback.push(format!(
+                        "No answer arrived in time; proceed on these assumptions: {}",
+                        assumptions.join(" | ")
+                    ));
+                } else {
+                    feedback.push(format!("Answer from the user: {text}"));
+                }
+                let keep = s.planning.take();
+                s.planning = Some(PlanningWork {
+                    from: Some(Phase::GoalUnderstanding),
+                    replan_type: ReplanType::ClarificationRequest,
+                    reason: keep.as_ref().and_then(|w| w.reason.clone()),
+                    feedback,
+                    ..PlanningWork::default()
+                });
             }
         }
         EntryBody::Approval {
@@ -159,10 +347,25 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                     asked_at: e.ts,
                 })
             }
-            Some(ApprovalDecision::Approved | ApprovalDecision::Rejected) => {
+            Some(verdict) => {
                 if matches!(&s.pending, Some(Pending::Approval { request_id: r, .. }) if r == request_id)
                 {
                     s.pending = None;
+                }
+                apply_approval(s, subject, *verdict);
+                // An approved alternative (seed 003) carries the entries that make it current.
+                if *verdict == ApprovalDecision::Approved
+                    && subject.get("kind").and_then(Value::as_str) == Some("alternative")
+                {
+                    let bodies: Vec<EntryBody> = subject
+                        .get("entries")
+                        .cloned()
+                        .and_then(|v| serde_json::from_value(v).ok())
+                        .unwrap_or_default();
+                    for body in bodies {
+                        let inner = Entry { body, ..e.clone() };
+                        apply(s, &inner);
+                    }
                 }
             }
         },
@@ -178,8 +381,25 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 t.replanning_info = replanning_info.clone();
             }
             t.note = note.clone();
+            if !state.is_terminal() {
+                s.final_review_done = false;
+                s.completion = None;
+            }
         }
-        EntryBody::TaskSplit { .. } => {}
+        EntryBody::TaskSplit {
+            original_task_id,
+            new_subtasks,
+            updated_action_plan,
+            replanning_info,
+            updated_plan,
+        } => apply_split(
+            s,
+            original_task_id,
+            new_subtasks,
+            updated_action_plan.as_ref(),
+            replanning_info,
+            updated_plan.as_deref(),
+        ),
         EntryBody::Action { outcome, .. } => {
             s.actions_executed += 1;
             if *outcome != super::entry::ActionOutcome::Ok {
@@ -201,8 +421,206 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 run.status = Some(*status);
             }
         }
-        EntryBody::Refinement { .. } | EntryBody::Judge { .. } => {}
+        EntryBody::Refinement {
+            attempt,
+            score,
+            is_acceptable,
+            decision,
+            reason,
+            ..
+        } => {
+            if let Some(w) = s.planning.as_mut() {
+                w.refinement.push(RefinementRound {
+                    attempt: *attempt,
+                    score: *score,
+                    is_acceptable: *is_acceptable,
+                    verdict: *decision,
+                    for_suggestions: *decision == RefinementVerdict::Replan && *is_acceptable,
+                });
+                if *decision == RefinementVerdict::Replan {
+                    w.feedback = vec![reason.clone()];
+                }
+            }
+        }
+        EntryBody::Judge {
+            task_id, outcome, ..
+        } => {
+            s.judgements.push((task_id.clone(), *outcome));
+            if *outcome == JudgeOutcome::NeedsContinuation {
+                *s.continuations.entry(task_id.clone()).or_default() += 1;
+            }
+        }
     }
+}
+
+fn apply_decision(s: &mut SessionState, d: &DecisionRecord) {
+    s.decisions.push(d.clone());
+    if d.executed {
+        start_replan(s, d);
+        return;
+    }
+    if d.result == DecisionResult::Pending {
+        return;
+    }
+    settle_decision(s, d.phase);
+}
+
+/// A decision that does not replan lets the draft (or the finished plan) go on.
+fn settle_decision(s: &mut SessionState, phase: Phase) {
+    match phase {
+        Phase::Reflection => s.final_review_done = true,
+        Phase::Execution => {}
+        planning_phase => {
+            if let Some(w) = s.planning.as_mut() {
+                for p in [
+                    Phase::GoalUnderstanding,
+                    Phase::TaskDecomposition,
+                    Phase::ActionSequence,
+                ] {
+                    if p <= planning_phase {
+                        w.decided.insert(p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn apply_approval(s: &mut SessionState, subject: &Value, verdict: ApprovalDecision) {
+    let Some(replan_id) = subject.get("replan_id").and_then(Value::as_str) else {
+        return;
+    };
+    let Some(idx) = s.decisions.iter().rposition(|d| d.replan_id == replan_id) else {
+        return;
+    };
+    let mut d = s.decisions[idx].clone();
+    match verdict {
+        ApprovalDecision::Approved => {
+            d.executed = true;
+            d.result = DecisionResult::Success;
+            s.decisions[idx] = d.clone();
+            start_replan(s, &d);
+        }
+        ApprovalDecision::Rejected => {
+            d.result = DecisionResult::Skipped;
+            d.override_reason = Some("rejected by a person".to_string());
+            s.decisions[idx] = d.clone();
+            settle_decision(s, d.phase);
+        }
+    }
+}
+
+/// An executed replan: planning restarts at `restart_phase`, keeping the phases before it.
+fn start_replan(s: &mut SessionState, d: &DecisionRecord) {
+    let Some(from) = d.restart_phase else {
+        return;
+    };
+    let work = s.planning.as_ref();
+    let base = (
+        work.and_then(|w| w.goal.clone())
+            .or_else(|| s.plan.as_ref().map(|p| p.goal_understanding.clone())),
+        work.and_then(|w| w.decomposition.clone())
+            .or_else(|| s.plan.as_ref().map(|p| p.task_decomposition.clone())),
+    );
+    let mut feedback = Vec::new();
+    if !d.llm_decision.reasoning.is_empty() {
+        feedback.push(d.llm_decision.reasoning.clone());
+    }
+    feedback.extend(d.llm_decision.issues_found.iter().cloned());
+    feedback.extend(d.llm_decision.issues_identified.iter().cloned());
+    feedback.extend(d.llm_decision.missing_steps.iter().cloned());
+    feedback.extend(d.llm_decision.recommended_actions.iter().cloned());
+    feedback.extend(d.llm_decision.additional_actions.iter().cloned());
+    let mut w = PlanningWork {
+        from: Some(from),
+        replan_type: d.llm_decision.replan_type,
+        trigger: d.trigger,
+        reason: Some(if d.llm_decision.reasoning.is_empty() {
+            d.llm_decision.replan_type.as_str().to_string()
+        } else {
+            d.llm_decision.reasoning.clone()
+        }),
+        feedback,
+        ..PlanningWork::default()
+    };
+    if from > Phase::GoalUnderstanding {
+        w.goal = base.0;
+        w.decided.insert(Phase::GoalUnderstanding);
+    }
+    if from > Phase::TaskDecomposition {
+        w.decomposition = base.1;
+        w.decided.insert(Phase::TaskDecomposition);
+    }
+    s.planning = Some(w);
+}
+
+/// Seed 004: the original task is replaced by new subtasks; its dependents now wait for them.
+fn apply_split(
+    s: &mut SessionState,
+    original: &str,
+    new_subtasks: &[crate::plan::Subtask],
+    updated_action_plan: Option<&ActionPlan>,
+    info: &ReplanningInfo,
+    updated_plan: Option<&Plan>,
+) {
+    let new_ids: Vec<String> = new_subtasks.iter().map(|t| t.id.clone()).collect();
+    if let Some(updated) = updated_plan {
+        s.plan = Some(updated.clone());
+        for id in &new_ids {
+            let t = s.tasks.entry(id.clone()).or_default();
+            t.state = TaskState::Ready;
+            t.replanning_info = Some(info.clone());
+        }
+        s.final_review_done = false;
+        return;
+    }
+    let Some(plan) = s.plan.as_mut() else {
+        return;
+    };
+    let subtasks = &mut plan.task_decomposition.subtasks;
+    let at = subtasks
+        .iter()
+        .position(|t| t.id == original)
+        .map(|i| i + 1)
+        .unwrap_or(subtasks.len());
+    for dependent in subtasks.iter_mut() {
+        if dependent.dependencies.iter().any(|d| d == original) {
+            dependent.dependencies.retain(|d| d != original);
+            dependent.dependencies.extend(new_ids.iter().cloned());
+        }
+    }
+    for (i, t) in new_subtasks.iter().enumerate() {
+        subtasks.insert(at + i, t.clone());
+    }
+    match updated_action_plan {
+        Some(ap) => plan.action_plan = ap.clone(),
+        None => {
+            let order = &mut plan.action_plan.execution_order;
+            let pos = order.iter().position(|id| id == original);
+            match pos {
+                Some(p) => {
+                    order.splice(p + 1..p + 1, new_ids.iter().cloned());
+                }
+                None => order.extend(new_ids.iter().cloned()),
+            }
+        }
+    }
+    let root = info
+        .original_task_id
+        .clone()
+        .unwrap_or_else(|| original.to_string());
+    for id in &new_ids {
+        let t = s.tasks.entry(id.clone()).or_default();
+        t.state = TaskState::Ready;
+        t.replanning_info = Some(ReplanningInfo {
+            iteration: info.iteration,
+            max_iterations: info.max_iterations,
+            original_task_id: Some(root.clone()),
+            replaced_by: vec![],
+            replan_reason: info.replan_reason.clone(),
+        });
+    }
+    s.final_review_done = false;
 }
 
 fn set_plan(
@@ -226,4 +644,11 @@ fn set_plan(
     });
     s.plan_version = version;
     s.plan = Some(plan);
+    // Task states start afresh; the engine carries progress over with `task_state` entries in
+    // the same append (seed 000 §11.4.3).
+    s.tasks.clear();
+    s.continuations.clear();
+    s.planning = None;
+    s.final_review_done = false;
+    s.completion = None;
 }

@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod engine;
 mod gitlab;
 mod harness;
 mod history;

@@ -1,0 +1,311 @@
+//! The driver: asks `next_step`, performs it (LLM call, tool calls, notices), appends the step's
+//! entries in one piece, and loops until the cycle finishes or waits for a person.
+
+use super::batch::Batch;
+use super::commands;
+use super::journal::EntrySink;
+use super::prompts::{PromptError, Prompts};
+use super::step::{Step, next_step};
+use super::{EngineInput, phases};
+use crate::config::Config;
+use crate::history::entry::{EntryBody, RunRequest, RunStatus, UsageTotals};
+use crate::history::{HistoryError, SessionState};
+use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json};
+use crate::llm::{ChatRequest, Llm, LlmError, Message};
+use crate::report::{Notice, Reporter};
+use crate::tools::ToolRegistry;
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+/// A cycle that takes more steps than this is going round in circles (every replan path is
+/// bounded by limits well below it); stop it as a fatal error rather than burn the budget.
+const MAX_STEPS_PER_RUN: usize = 500;
+
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+pub struct CycleDeps {
+    pub llm: Arc<dyn Llm>,
+    pub tools: ToolRegistry,
+    pub reporter: Arc<dyn Reporter>,
+    pub store: Arc<dyn EntrySink>,
+    pub config: Config,
+    pub clock: Clock,
+    /// The seed's task uuid for this run (`<ci run id>-<attempt>`).
+    pub run_id: String,
+    pub prompts: Prompts,
+    /// Who asked and what, as recorded in `run_started` (text already wrapped as data).
+    pub request: RunRequest,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CycleOutcome {
+    pub status: RunStatus,
+    pub plan_version: u32,
+    pub tasks_done: usize,
+    pub tasks_total: usize,
+    pub pull_request: Option<String>,
+    /// The state after the run, as replayed from what was appended.
+    pub state: SessionState,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CycleError {
+    #[error("could not write the history: {0}")]
+    History(#[from] HistoryError),
+    #[error("LLM call failed: {0}")]
+    Llm(#[from] LlmError),
+    #[error("{0}")]
+    Prompt(#[from] PromptError),
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// What a performed step wants besides its entries.
+#[derive(Debug, Default)]
+pub struct StepEffects {
+    pub notices: Vec<Notice>,
+    /// End the run now with this status (the step already recorded why).
+    pub end: Option<RunStatus>,
+}
+
+impl StepEffects {
+    pub fn notice(mut self, n: Notice) -> Self {
+        self.notices.push(n);
+        self
+    }
+}
+
+/// What every step needs: the dependencies and helpers for LLM calls.
+pub struct Cx<'a> {
+    pub deps: &'a CycleDeps,
+    pub input: &'a EngineInput,
+}
+
+impl Cx<'_> {
+    pub fn cfg(&self) -> &Config {
+        &self.deps.config
+    }
+
+    pub fn render(&self, name: &str, values: &[(&str, &str)]) -> Result<String, CycleError> {
+        Ok(self.deps.prompts.render(name, values)?)
+    }
+
+    pub fn request(&self, purpose: &str, prompt: String) -> Result<ChatRequest, CycleError> {
+        Ok(ChatRequest {
+            system: super::context::system_prompt(&self.deps.prompts, &self.deps.config)?,
+            messages: vec![Message::user(prompt)],
+            purpose: purpose.to_string(),
+            ..ChatRequest::default()
+        })
+    }
+
+    /// A structured call: usage is recorded; an unusable reply (after one re-ask) comes back as
+    /// `Err(StructuredFailure)` for the caller's fallback.
+    pub async fn ask<T: DeserializeOwned + JsonSchema>(
+        &self,
+        batch: &mut Batch,
+        purpose: &str,
+        prompt: String,
+    ) -> Result<Result<T, StructuredFailure>, CycleError> {
+        let request = self.request(purpose, prompt)?;
+        let reply = ask_json::<T>(
+            self.deps.llm.as_ref(),
+            request,
+            &StructuredOptions::default(),
+        )
+        .await?;
+        batch.usage(reply.calls, reply.usage, reply.cost_usd);
+        Ok(reply.value)
+    }
+}
+
+/// Run one cycle on a thread whose history replays to `state`.
+pub async fn run_cycle(
+    deps: &CycleDeps,
+    mut state: SessionState,
+    input: &EngineInput,
+) -> Result<CycleOutcome, CycleError> {
+    let usage_at_start = state.usage;
+    let resuming = state
+        .runs
+        .last()
+        .is_some_and(|r| r.run_id == deps.run_id && r.status.is_none());
+    let cx = Cx { deps, input };
+
+    let result = drive(&cx, &mut state, resuming).await;
+    let status = match result {
+        Ok(status) => status,
+        Err(CycleError::Llm(LlmError::BudgetExhausted(why))) => {
+            tracing::warn!(%why, "LLM budget exhausted; stopping the cycle");
+            RunStatus::BudgetExhausted
+        }
+        Err(e) => {
+            // Error level 4: tell the thread, record the failure if the history still works.
+            let message = e.to_string();
+            deps.reporter
+                .notice(
+                    &state,
+                    &Notice::Failure {
+                        message: message.clone(),
+                    },
+                )
+                .await;
+            if !matches!(e, CycleError::History(_)) {
+                let _ = finish(deps, &mut state, RunStatus::Failed, usage_at_start).await;
+            }
+            deps.reporter.finish(&state).await;
+            return Err(e);
+        }
+    };
+    finish(deps, &mut state, status, usage_at_start).await?;
+    deps.reporter.finish(&state).await;
+    Ok(CycleOutcome {
+        status,
+        plan_version: state.plan_version,
+        tasks_done: state.tasks_done(),
+        tasks_total: state.tasks_total(),
+        pull_request: None,
+        state,
+    })
+}
+
+async fn drive(
+    cx: &Cx<'_>,
+    state: &mut SessionState,
+    resuming: bool,
+) -> Result<RunStatus, CycleError> {
+    let deps = cx.deps;
+    if !resuming {
+        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        batch.push(EntryBody::RunStarted {
+            request: deps.request.clone(),
+        });
+        let effects = commands::handle(cx, &mut batch).await?;
+        commit(cx, state, batch, effects.notices).await?;
+        if let Some(end) = effects.end {
+            return Ok(end);
+        }
+    }
+    for _ in 0..MAX_STEPS_PER_RUN {
+        let step = next_step(state, cx.input, &deps.config);
+        tracing::debug!(?step, "next step");
+        if let Step::Finish(status) = step {
+            return Ok(status);
+        }
+        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        let effects = match phases::perform(cx, &mut batch, &step).await {
+            Ok(effects) => effects,
+            Err(CycleError::Llm(LlmError::BudgetExhausted(why))) => {
+                keep_usage(cx, state, batch).await?;
+                return Err(CycleError::Llm(LlmError::BudgetExhausted(why)));
+            }
+            Err(e) => return Err(e),
+        };
+        if batch.is_empty() && effects.end.is_none() {
+            return Err(CycleError::Fatal(format!(
+                "step {step:?} made no progress; refusing to loop"
+            )));
+        }
+        commit(cx, state, batch, effects.notices).await?;
+        if let Some(end) = effects.end {
+            return Ok(end);
+        }
+    }
+    Err(CycleError::Fatal(format!(
+        "the cycle took more than {MAX_STEPS_PER_RUN} steps; stopping"
+    )))
+}
+
+/// Append a step's entries, then tell people about it.
+async fn commit(
+    cx: &Cx<'_>,
+    state: &mut SessionState,
+    batch: Batch,
+    notices: Vec<Notice>,
+) -> Result<(), CycleError> {
+    let deps = cx.deps;
+    let before = progress_key(state);
+    deps.store.append(&batch.entries).await?;
+    *state = batch.state;
+    for n in &notices {
+        deps.reporter.notice(state, n).await;
+    }
+    if progress_key(state) != before
+        && let Some(id) = deps.reporter.progress(state).await
+        && state.checklist_comment_id.as_deref() != Some(id.as_str())
+    {
+        let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+        b.push(EntryBody::Checklist { comment_id: id });
+        deps.store.append(&b.entries).await?;
+        *state = b.state;
+    }
+    Ok(())
+}
+
+/// What the checklist shows; a change means the checklist must be re-rendered.
+fn progress_key(state: &SessionState) -> String {
+    let tasks: Vec<String> = state
+        .tasks
+        .iter()
+        .map(|(k, v)| format!("{k}={:?}", v.state))
+        .collect();
+    format!(
+        "{}|{}|{}|{}",
+        state.plan_version,
+        tasks.join(","),
+        state
+            .plan
+            .as_ref()
+            .map(|p| p.task_decomposition.subtasks.len())
+            .unwrap_or(0),
+        state.completion.is_some()
+    )
+}
+
+/// A step cut short by the budget: its LLM usage is still recorded, nothing else.
+async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Result<(), CycleError> {
+    let mut kept = Batch::new(state, &cx.deps.run_id, (cx.deps.clock)());
+    for e in batch.entries {
+        if let EntryBody::Usage { .. } = e.body {
+            kept.push(e.body);
+        }
+    }
+    cx.deps.store.append(&kept.entries).await?;
+    *state = kept.state;
+    Ok(())
+}
+
+async fn finish(
+    deps: &CycleDeps,
+    state: &mut SessionState,
+    status: RunStatus,
+    usage_at_start: UsageTotals,
+) -> Result<(), CycleError> {
+    let usage = UsageTotals {
+        calls: state.usage.calls.saturating_sub(usage_at_start.calls),
+        prompt_tokens: state
+            .usage
+            .prompt_tokens
+            .saturating_sub(usage_at_start.prompt_tokens),
+        completion_tokens: state
+            .usage
+            .completion_tokens
+            .saturating_sub(usage_at_start.completion_tokens),
+        cached_tokens: state
+            .usage
+            .cached_tokens
+            .saturating_sub(usage_at_start.cached_tokens),
+        cost_usd: (state.usage.cost_usd - usage_at_start.cost_usd).max(0.0),
+    };
+    let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+    b.push(EntryBody::RunFinished {
+        status,
+        usage,
+        pull_request: None,
+    });
+    deps.store.append(&b.entries).await?;
+    *state = b.state;
+    Ok(())
+}

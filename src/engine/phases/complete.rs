@@ -1,0 +1,132 @@
+//! The end of a plan: the seed 001 completion summary, or the §10.4 hand-off to a person.
+
+use crate::engine::batch::Batch;
+use crate::engine::context;
+use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::history::entry::{EntryBody, RunStatus};
+use crate::plan::{Completion, CompletionSummary, TaskState};
+use crate::report::Notice;
+
+pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
+    let state = &batch.state;
+    let plan = state.plan.clone().unwrap_or_default();
+    let tasks: Vec<String> = plan
+        .task_decomposition
+        .subtasks
+        .iter()
+        .map(|t| {
+            format!(
+                "- [{}] {}: {}",
+                context::state_label(state.task_state(&t.id)),
+                t.id,
+                t.description
+            )
+        })
+        .collect();
+    let prompt = cx.render(
+        "completion",
+        &[
+            ("goal", &plan.goal_understanding.main_objective),
+            (
+                "success_criteria",
+                &plan.goal_understanding.success_criteria.join("; "),
+            ),
+            ("tasks", &tasks.join("\n")),
+            ("revisions", &state.revision_count().to_string()),
+        ],
+    )?;
+    let done = state.tasks_done() as u32;
+    let failed = plan
+        .subtask_ids()
+        .filter(|id| state.task_state(id) == TaskState::Blocked)
+        .count() as u32;
+    let mut completion = match cx.ask::<Completion>(batch, "completion", prompt).await? {
+        Ok(c) => c,
+        Err(f) => {
+            tracing::warn!(error = %f.error, "completion summary unusable; writing it from the state");
+            Completion {
+                phase: "completion".into(),
+                status: None,
+                summary: CompletionSummary {
+                    goal_achieved: failed == 0,
+                    key_outcomes: vec![],
+                    ..CompletionSummary::default()
+                },
+                done: true,
+                comment: None,
+            }
+        }
+    };
+    // The counts come from the history, not from the model's memory of it.
+    completion.summary.tasks_completed = done;
+    completion.summary.tasks_failed = failed;
+    completion.done = true;
+    let summary = format!(
+        "{} ({}/{} tasks done, {} plan revisions){}",
+        if completion.summary.goal_achieved {
+            "Goal achieved"
+        } else {
+            "Goal not achieved"
+        },
+        done,
+        batch.state.tasks_total(),
+        batch.state.revision_count(),
+        if completion.summary.key_outcomes.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", completion.summary.key_outcomes.join("; "))
+        }
+    );
+    batch.push(EntryBody::Completion {
+        completion: Box::new(completion),
+    });
+    Ok(StepEffects {
+        notices: vec![Notice::Completion { summary }],
+        end: Some(RunStatus::Completed),
+    })
+}
+
+/// Error level 3 (seed 001 §10.4): record `requires_human_intervention` and tell people.
+pub fn human_needed(
+    batch: &mut Batch,
+    reason: &str,
+    recommendations: Vec<String>,
+    notices: &mut Vec<Notice>,
+) {
+    let state = &batch.state;
+    let failed = state
+        .plan
+        .iter()
+        .flat_map(|p| p.subtask_ids())
+        .filter(|id| state.task_state(id) == TaskState::Blocked)
+        .count() as u32;
+    let current_state = format!(
+        "plan v{}, {}/{} tasks done",
+        state.plan_version,
+        state.tasks_done(),
+        state.tasks_total()
+    );
+    let completion = Completion {
+        phase: "completion".into(),
+        status: Some("requires_human_intervention".into()),
+        summary: CompletionSummary {
+            goal_achieved: false,
+            tasks_completed: state.tasks_done() as u32,
+            tasks_failed: failed,
+            key_outcomes: vec![],
+            revision_attempts: Some(state.reflection_revisions.max(state.revision_count())),
+            reason: Some(reason.to_string()),
+            current_state: Some(current_state),
+            recommendations: recommendations.clone(),
+        },
+        done: false,
+        comment: Some("Automatic processing cannot go on; a person is needed.".into()),
+    };
+    batch.push(EntryBody::Completion {
+        completion: Box::new(completion),
+    });
+    notices.push(Notice::HumanNeeded {
+        reason: reason.to_string(),
+        recommendations,
+    });
+}

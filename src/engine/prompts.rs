@@ -1,0 +1,214 @@
+//! Prompt templates: English markdown in `prompts/`, compiled in, overridable per repository by
+//! `.github/replan/prompts/<name>.md`. Placeholders are `{name}`; a placeholder the caller does not
+//! fill is an error, so a typo in an override cannot silently send a broken prompt.
+//!
+//! Untrusted text (issue bodies, comments) reaches these functions already wrapped as data by the
+//! caller; nothing here sanitizes.
+
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// Where a repository keeps its prompt overrides, relative to the workspace root.
+pub const OVERRIDE_DIR: &str = ".github/replan/prompts";
+
+const BUILT_IN: &[(&str, &str)] = &[
+    ("system", include_str!("../../prompts/system.md")),
+    (
+        "planning_single",
+        include_str!("../../prompts/planning_single.md"),
+    ),
+    (
+        "planning_phase",
+        include_str!("../../prompts/planning_phase.md"),
+    ),
+    (
+        "phase_goal_understanding",
+        include_str!("../../prompts/phase_goal_understanding.md"),
+    ),
+    (
+        "phase_task_decomposition",
+        include_str!("../../prompts/phase_task_decomposition.md"),
+    ),
+    (
+        "phase_action_sequence",
+        include_str!("../../prompts/phase_action_sequence.md"),
+    ),
+    (
+        "decision_format",
+        include_str!("../../prompts/decision_format.md"),
+    ),
+    (
+        "decision_goal_understanding",
+        include_str!("../../prompts/decision_goal_understanding.md"),
+    ),
+    (
+        "decision_task_decomposition",
+        include_str!("../../prompts/decision_task_decomposition.md"),
+    ),
+    (
+        "decision_action_sequence",
+        include_str!("../../prompts/decision_action_sequence.md"),
+    ),
+    (
+        "decision_plan",
+        include_str!("../../prompts/decision_plan.md"),
+    ),
+    (
+        "decision_execution",
+        include_str!("../../prompts/decision_execution.md"),
+    ),
+    (
+        "decision_reflection",
+        include_str!("../../prompts/decision_reflection.md"),
+    ),
+    (
+        "quality_judge",
+        include_str!("../../prompts/quality_judge.md"),
+    ),
+    ("execute", include_str!("../../prompts/execute.md")),
+    ("reflection", include_str!("../../prompts/reflection.md")),
+    ("task_judge", include_str!("../../prompts/task_judge.md")),
+    ("task_split", include_str!("../../prompts/task_split.md")),
+    (
+        "task_alternatives",
+        include_str!("../../prompts/task_alternatives.md"),
+    ),
+    ("completion", include_str!("../../prompts/completion.md")),
+    ("legacy", include_str!("../../prompts/legacy.md")),
+];
+
+static PLACEHOLDER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\{([a-z][a-z0-9_]*)\}").expect("static regex"));
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PromptError {
+    #[error("no prompt template named `{0}`")]
+    UnknownTemplate(String),
+    #[error(
+        "prompt template `{template}` uses the unknown placeholder {{{placeholder}}}; known here: {known}"
+    )]
+    UnknownPlaceholder {
+        template: String,
+        placeholder: String,
+        known: String,
+    },
+    #[error("cannot read the prompt override {path}: {message}")]
+    Override { path: String, message: String },
+}
+
+/// The templates of one run: built-in, or the repository's override when it has one.
+#[derive(Debug, Clone, Default)]
+pub struct Prompts {
+    overrides: BTreeMap<String, String>,
+}
+
+impl Prompts {
+    pub fn built_in() -> Self {
+        Self::default()
+    }
+
+    /// Load overrides from `<workspace>/.github/replan/prompts/<name>.md` for every known name.
+    pub fn with_overrides(workspace: &Path) -> Result<Self, PromptError> {
+        let dir: PathBuf = workspace.join(OVERRIDE_DIR);
+        let mut overrides = BTreeMap::new();
+        for (name, _) in BUILT_IN {
+            let path = dir.join(format!("{name}.md"));
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    overrides.insert((*name).to_string(), text);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(PromptError::Override {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(Prompts { overrides })
+    }
+
+    pub fn template(&self, name: &str) -> Result<&str, PromptError> {
+        if let Some(t) = self.overrides.get(name) {
+            return Ok(t);
+        }
+        BUILT_IN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| PromptError::UnknownTemplate(name.to_string()))
+    }
+
+    /// Fill `{placeholder}`s. Values are inserted verbatim and never re-scanned.
+    pub fn render(&self, name: &str, values: &[(&str, &str)]) -> Result<String, PromptError> {
+        render_template(name, self.template(name)?, values)
+    }
+}
+
+pub fn render_template(
+    name: &str,
+    template: &str,
+    values: &[(&str, &str)],
+) -> Result<String, PromptError> {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut last = 0;
+    for caps in PLACEHOLDER.captures_iter(template) {
+        let whole = caps.get(0).expect("group 0");
+        let key = &caps[1];
+        let Some((_, value)) = values.iter().find(|(k, _)| *k == key) else {
+            return Err(PromptError::UnknownPlaceholder {
+                template: name.to_string(),
+                placeholder: key.to_string(),
+                known: values
+                    .iter()
+                    .map(|(k, _)| *k)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        out.push_str(&template[last..whole.start()]);
+        out.push_str(value);
+        last = whole.end();
+    }
+    out.push_str(&template[last..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_placeholders_and_leaves_json_braces_alone() {
+        let out = render_template("t", "A {x} {\"k\": 1} {}", &[("x", "{y}")]).unwrap();
+        assert_eq!(out, "A {y} {\"k\": 1} {}");
+    }
+
+    #[test]
+    fn unknown_placeholder_is_an_error_naming_it() {
+        let err = render_template("t", "A {nope}", &[("x", "1")]).unwrap_err();
+        assert!(err.to_string().contains("{nope}"), "{err}");
+    }
+
+    #[test]
+    fn repository_override_replaces_the_built_in_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(OVERRIDE_DIR);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("completion.md"), "custom {goal}").unwrap();
+        let prompts = Prompts::with_overrides(dir.path()).unwrap();
+        assert_eq!(
+            prompts.render("completion", &[("goal", "G")]).unwrap(),
+            "custom G"
+        );
+        assert!(
+            prompts
+                .template("system")
+                .unwrap()
+                .contains("Planning Process")
+        );
+    }
+}

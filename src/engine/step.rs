@@ -1,0 +1,179 @@
+//! The pure heart of the cycle: what to do next, decided from the replayed state alone. The
+//! driver performs the step, appends its entries and asks again, so a cycle killed after any
+//! entry continues from the file exactly where it stopped.
+
+use crate::config::{Config, PlanningMode};
+use crate::engine::EngineInput;
+use crate::history::SessionState;
+use crate::history::entry::{RefinementVerdict, RunStatus};
+use crate::history::state::{Pending, PlanningWork};
+use crate::plan::{Phase, Plan, TaskState};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Ask the planner for phases `first..=last` (all three in single-call mode).
+    Draft { first: Phase, last: Phase },
+    /// Re-ask the planner once with the validation problems of the draft.
+    RedraftInvalid,
+    /// The seed 000 replan decision on the draft; `ActionSequence` in single-call mode covers the
+    /// whole plan.
+    DecidePlanning(Phase),
+    /// The plan is still invalid after the re-ask and the decision did not replan it.
+    InvalidPlan,
+    /// Seed 002 quality judge on the draft.
+    QualityJudge,
+    /// Seed 002 feedback-based replan of the draft.
+    Refine,
+    /// Make the draft the current plan (`plan` or `revision` entry plus carried progress).
+    CommitPlan,
+    /// One attempt at a subtask: tool-calling loop, execution decisions, task judge.
+    Execute(String),
+    /// Seed 000 §8: the monitoring decision once every task is finished.
+    FinalReview,
+    /// Completion summary (seed 001).
+    Complete,
+    /// Planning disabled (`planning.enabled: false`): one plain tool-calling loop.
+    Legacy,
+    /// End the run with this status (waiting, blocked, done, human needed).
+    Finish(RunStatus),
+}
+
+pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Step {
+    match &state.pending {
+        Some(Pending::Question { .. }) => return Step::Finish(RunStatus::WaitingForAnswer),
+        Some(Pending::Approval { .. }) => return Step::Finish(RunStatus::WaitingForApproval),
+        None => {}
+    }
+    if !cfg.planning.enabled && state.plan.is_none() && state.planning.is_none() {
+        return match &state.completion {
+            Some(_) => Step::Finish(RunStatus::Completed),
+            None => Step::Legacy,
+        };
+    }
+    if let Some(work) = &state.planning {
+        return planning_step(work, cfg);
+    }
+    if let Some(completion) = &state.completion {
+        let status = if completion.status.as_deref() == Some("requires_human_intervention") {
+            RunStatus::RequiresHumanIntervention
+        } else {
+            RunStatus::Completed
+        };
+        return Step::Finish(status);
+    }
+    let Some(plan) = &state.plan else {
+        return match input {
+            EngineInput::Start { .. } | EngineInput::Replan { .. } | EngineInput::Answer { .. } => {
+                planning_step(&PlanningWork::default(), cfg)
+            }
+            _ => Step::Finish(state.last_status.unwrap_or(RunStatus::Stopped)),
+        };
+    };
+    if let Some(id) = next_runnable(plan, state) {
+        return Step::Execute(id);
+    }
+    let unfinished = plan
+        .subtask_ids()
+        .any(|id| !state.task_state(id).is_terminal());
+    if unfinished {
+        return Step::Finish(RunStatus::Blocked);
+    }
+    if !state.final_review_done {
+        return Step::FinalReview;
+    }
+    Step::Complete
+}
+
+fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
+    let phases = [
+        (Phase::GoalUnderstanding, w.goal.is_some()),
+        (Phase::TaskDecomposition, w.decomposition.is_some()),
+        (Phase::ActionSequence, w.actions.is_some()),
+    ];
+    match cfg.planning.mode {
+        PlanningMode::SingleCall => {
+            if let Some((first, _)) = phases.iter().find(|(_, present)| !present) {
+                return Step::Draft {
+                    first: *first,
+                    last: Phase::ActionSequence,
+                };
+            }
+        }
+        PlanningMode::PerPhase => {
+            for (phase, present) in phases {
+                if !present {
+                    return Step::Draft {
+                        first: phase,
+                        last: phase,
+                    };
+                }
+                if !w.decided.contains(&phase) && phase != Phase::ActionSequence {
+                    return Step::DecidePlanning(phase);
+                }
+            }
+        }
+    }
+    if !w.problems.is_empty() && w.refinement.is_empty() {
+        if w.validation_retries == 0 {
+            return Step::RedraftInvalid;
+        }
+        if !w.decided.contains(&Phase::ActionSequence) {
+            return Step::DecidePlanning(Phase::ActionSequence);
+        }
+        return Step::InvalidPlan;
+    }
+    if !w.decided.contains(&Phase::ActionSequence) {
+        return Step::DecidePlanning(Phase::ActionSequence);
+    }
+    if cfg.refinement.enabled {
+        let replans_asked = w
+            .refinement
+            .iter()
+            .filter(|r| r.verdict == RefinementVerdict::Replan)
+            .count();
+        return match w.refinement.last().map(|r| r.verdict) {
+            None => Step::QualityJudge,
+            Some(RefinementVerdict::Accept) => Step::CommitPlan,
+            Some(RefinementVerdict::Reject) => Step::Finish(RunStatus::RequiresHumanIntervention),
+            Some(RefinementVerdict::Replan) if (w.refinement_drafts as usize) < replans_asked => {
+                Step::Refine
+            }
+            Some(RefinementVerdict::Replan) => Step::QualityJudge,
+        };
+    }
+    Step::CommitPlan
+}
+
+/// The first subtask in dependency order that can run now.
+pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
+    let order = execution_order(plan);
+    order.into_iter().find(|id| {
+        let runnable = matches!(
+            state.task_state(id),
+            TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
+        );
+        runnable
+            && plan.subtask(id).is_some_and(|t| {
+                t.dependencies.iter().all(|d| {
+                    matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
+                        || plan.subtask(d).is_none()
+                })
+            })
+    })
+}
+
+/// The plan's execution order, then any subtask it forgot, so nothing is silently skipped.
+pub fn execution_order(plan: &Plan) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for id in &plan.action_plan.execution_order {
+        if plan.subtask(id).is_some() && !order.contains(id) {
+            order.push(id.clone());
+        }
+    }
+    for id in plan.subtask_ids() {
+        if !order.iter().any(|o| o == id) {
+            order.push(id.to_string());
+        }
+    }
+    order
+}

@@ -1,0 +1,12 @@
+//! Engine scenario tests: the scripted LLM drives whole cycles; assertions look at what users and
+//! later runs see — history entries, plan versions, checklist progress, notices, exit statuses.
+
+mod fixtures;
+
+mod commands;
+mod decisions;
+mod demo;
+mod execution;
+mod planning;
+mod refinement;
+mod resume;
