@@ -3,11 +3,14 @@
 //! Data flows one way: trigger → gate → config → history replay → engine (LLM, tools, forge) →
 //! report → persist. See ARCHITECTURE.md in the repository for the module map.
 
+pub mod actions;
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod forge;
 pub mod history;
+pub mod http;
 pub mod llm;
 pub mod plan;
 pub mod report;

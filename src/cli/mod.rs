@@ -17,7 +17,18 @@ use args::Command;
 /// Run a parsed command line; errors carry their exit code.
 pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
-        Command::Run(_) => Err(CliError::not_available("run")),
+        Command::Run(args) => {
+            let options = crate::app::RunOptions {
+                workspace: args.workspace.workspace,
+                config: args.workspace.config,
+                set: args.workspace.set,
+                issue: args.issue,
+                title: args.title,
+                body: args.body,
+                local_dir: args.local_dir,
+            };
+            crate::app::run(options, std::env::vars().collect()).await
+        }
         Command::Demo(_) => Err(CliError::not_available("demo")),
         Command::History(cmd) => history_cmd::run(cmd).await,
         Command::Config(args) => config_cmd::run(args).await,

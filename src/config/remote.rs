@@ -3,7 +3,6 @@
 //! an error rather than a silent run with different settings.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -58,21 +57,8 @@ pub(crate) async fn fetch(
     }
 }
 
-/// An HTTPS client on rustls + ring with the webpki roots (no other crypto provider is built).
 fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .timeout(timeout)
-        .user_agent(concat!("replan/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| format!("HTTP client setup failed: {e}"))
+    crate::http::client(timeout)
 }
 
 /// The URL as shown in messages and provenance: no credentials, no query.

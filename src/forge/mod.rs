@@ -1,6 +1,7 @@
 //! The forge (GitHub, GitLab, or a local directory) behind one trait: threads, comments,
 //! permissions, reactions and pull/merge requests. History storage is `history::HistoryBackend`.
 
+pub mod github;
 pub mod gitlab;
 pub mod local;
 

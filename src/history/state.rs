@@ -515,6 +515,9 @@ fn start_replan(s: &mut SessionState, d: &DecisionRecord) {
     let Some(from) = d.restart_phase else {
         return;
     };
+    // A replan after the plan completed (a person's `/replan`) makes that completion stale:
+    // the revised plan runs and completes again.
+    s.completion = None;
     let work = s.planning.as_ref();
     let base = (
         work.and_then(|w| w.goal.clone())

@@ -5,6 +5,7 @@ mod support;
 mod cli;
 mod config;
 mod engine;
+mod github;
 mod gitlab;
 mod harness;
 mod history;

@@ -1,0 +1,10 @@
+//! The orchestration behind `replan run`: trigger → gate → config → history → engine → report →
+//! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
+
+pub mod input;
+pub mod outputs;
+pub mod pr_recorder;
+pub mod run;
+pub mod secrets;
+
+pub use run::{RunOptions, run};

@@ -1,0 +1,662 @@
+//! `replan run`: one planning cycle for whatever triggered the job.
+//!
+//! Exit codes: 0 when the cycle finished or waits for a person (and when the trigger was refused
+//! or ignored), 1 when Replan itself failed (a Failure notice says so on the thread), 2 for usage
+//! and configuration errors (bad payload, missing token, unknown config key).
+
+use super::input::{Decided, decide};
+use super::outputs::{self, RunOutputs, status_name};
+use super::pr_recorder::PrRecorder;
+use super::secrets::{known_secrets, log_redactor};
+use crate::actions::log::Workflow;
+use crate::cli::workspace::{overrides, resolve_workspace};
+use crate::cli::{CliError, Exit};
+use crate::config::{self, Config, LoadOptions};
+use crate::engine::journal::EntrySink;
+use crate::engine::prompts::Prompts;
+use crate::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
+use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
+use crate::forge::local::LocalForge;
+use crate::forge::{Forge, Reaction};
+use crate::history::entry::{RunRequest, RunStatus};
+use crate::history::state::Pending;
+use crate::history::{Entry, HistoryBackend, HistoryError, LocalHistory};
+use crate::report::Reporter;
+use crate::report::checklist::ChecklistContext;
+use crate::report::forge_reporter::ForgeReporter;
+use crate::report::markers::notice_marker;
+use crate::report::terminal::TerminalReporter;
+use crate::tools::registry_builder::{ToolContext, build_registry};
+use crate::tools::workspace::Workspace;
+use crate::trigger::gate::GateComment;
+use crate::trigger::github_event::load_actions_event;
+use crate::trigger::{
+    Actor, EventOutcome, ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission,
+    Request, StartRules, ThreadRef, Trigger, decide as gate_decide,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The command-line side of `replan run`, free of clap.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub workspace: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub set: Vec<String>,
+    pub issue: Option<u64>,
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub local_dir: Option<PathBuf>,
+}
+
+/// What every part of the run shares.
+struct Ctx {
+    env: BTreeMap<String, String>,
+    workspace: PathBuf,
+    load: LoadOptions,
+    config: Config,
+    workflow: Workflow,
+    run_id: String,
+    started_at: DateTime<Utc>,
+}
+
+pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit, CliError> {
+    let started_at = Utc::now();
+    let workflow = Workflow::detect(&env);
+    let redactor = log_redactor();
+    redactor.add_secrets(known_secrets(&env, None));
+    workflow.mask(&redactor.current());
+
+    let workspace = resolve_workspace(opts.workspace.as_ref(), &env)?;
+    let config_path = opts.config.as_ref().map(|path| {
+        if path.is_relative() {
+            std::env::current_dir()
+                .map(|cwd| cwd.join(path))
+                .unwrap_or_else(|_| path.clone())
+        } else {
+            path.clone()
+        }
+    });
+    let load = LoadOptions {
+        workspace: workspace.clone(),
+        config_path,
+        env: env.clone(),
+        overrides: overrides(&opts.set)?,
+        user: None,
+    };
+    // The start rules (label, handle) come from the config; the remote layer needs the actor,
+    // which needs the event: read the local layers first, the whole config after the gate.
+    let local = config::load_local(&load).map_err(|e| CliError::usage(e.to_string()))?;
+    let ctx = Ctx {
+        env: env.clone(),
+        workspace,
+        load,
+        config: local.config,
+        workflow,
+        run_id: run_id(&env),
+        started_at,
+    };
+    let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
+    if nonempty("GITHUB_EVENT_NAME") {
+        github(ctx).await
+    } else if opts.issue.is_some() {
+        local_run(ctx, &opts).await
+    } else if env.get("GITLAB_CI").is_some_and(|v| v == "true") {
+        Err(CliError::usage(
+            "running under GitLab CI, but the GitLab trigger is not connected to `replan run` in this build; pass --issue N for a local run",
+        ))
+    } else {
+        Err(CliError::usage(
+            "no trigger: inside GitHub Actions set GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (the runner does); for a local run pass --issue N [--title T --body B]",
+        ))
+    }
+}
+
+fn run_id(env: &BTreeMap<String, String>) -> String {
+    match env.get("GITHUB_RUN_ID").filter(|v| !v.is_empty()) {
+        Some(id) => format!(
+            "{id}-{}",
+            env.get("GITHUB_RUN_ATTEMPT")
+                .filter(|v| !v.is_empty())
+                .map_or("1", String::as_str)
+        ),
+        None => format!("local-{:016x}", fastrand::u64(..)),
+    }
+}
+
+fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
+    let forge = match kind {
+        ForgeKind::GitLab => &config.gitlab,
+        _ => &config.github,
+    };
+    StartRules {
+        label: forge.trigger_label.clone(),
+        handle: forge
+            .mention_handle
+            .trim()
+            .trim_start_matches('@')
+            .to_owned(),
+        start_on_opened: true,
+    }
+}
+
+fn gate_policy(config: &Config) -> GatePolicy {
+    GatePolicy {
+        allowed_users: config.github.allowed_users.clone(),
+        allowed_bots: config.github.allowed_bots.clone(),
+        github_min_permission: Permission::from_github(&config.github.min_permission),
+        gitlab_min_access_level: config.gitlab.min_access_level,
+    }
+}
+
+fn redact_fn() -> crate::report::forge_reporter::Redact {
+    let redactor = log_redactor();
+    Arc::new(move |text: &str| redactor.redact(text))
+}
+
+// ----- GitHub Actions
+
+async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
+    let event = ctx
+        .env
+        .get("GITHUB_EVENT_NAME")
+        .cloned()
+        .unwrap_or_default();
+    let path = PathBuf::from(
+        ctx.env
+            .get("GITHUB_EVENT_PATH")
+            .cloned()
+            .unwrap_or_default(),
+    );
+    if path.as_os_str().is_empty() && event != "schedule" {
+        return Err(CliError::usage(format!(
+            "GITHUB_EVENT_NAME is `{event}` but GITHUB_EVENT_PATH is not set; it must name the event payload file"
+        )));
+    }
+    let rules = start_rules(&ctx.config, ForgeKind::GitHub);
+    let outcome = if path.as_os_str().is_empty() {
+        crate::trigger::from_actions_explained(&event, "", &path, &rules)
+    } else {
+        load_actions_event(&event, &path, &rules)
+    }
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    let mut trigger = match outcome {
+        EventOutcome::Run(trigger) => *trigger,
+        EventOutcome::Ignored { reason } => {
+            tracing::info!("nothing to do: {reason}");
+            return Ok(Exit::Ok);
+        }
+    };
+    let settings = GitHubSettings::from_env(&ctx.env, &trigger.repo).map_err(CliError::usage)?;
+    trigger.repo = settings.repo.clone();
+    let client =
+        Arc::new(GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?);
+    let run_url = github_run_url(&ctx.env, &trigger.repo);
+    let github = Arc::new(GitHubForge::new(client.clone()).with_run_url(run_url.clone()));
+    let forge: Arc<dyn Forge> = github.clone();
+
+    ctx.workflow.group("Replan: trigger and gate");
+    tracing::info!(
+        event = %trigger.event,
+        actor = %trigger.actor.login,
+        thread = ?trigger.thread.map(|t| t.to_string()),
+        "trigger"
+    );
+    let gate = gate(&ctx, &trigger, &github).await;
+    ctx.workflow.end_group();
+    if let GateDecision::Refuse { reason, reply } = gate {
+        tracing::info!("not acting on this trigger: {reason}");
+        if let (Some(reply), Some(thread)) = (reply, trigger.thread) {
+            let body = format!("{}\n{}", notice_marker("refusal"), reply);
+            if let Err(e) = forge.post_comment(&thread, &redact_fn()(&body)).await {
+                tracing::warn!("could not post the refusal reply: {e}");
+            }
+        }
+        return Ok(Exit::Ok);
+    }
+
+    // The whole config, with the remote layer for the person who asked.
+    if !matches!(trigger.request, Request::Sweep) {
+        ctx.load.user = Some(trigger.actor.login.clone());
+    }
+    let loaded = config::load(&ctx.load)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    ctx.config = loaded.config;
+    let redactor = log_redactor();
+    redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
+    ctx.workflow.mask(&redactor.current());
+
+    let backend: Arc<dyn HistoryBackend> = Arc::new(GitHubHistory::new(
+        client,
+        &ctx.config.history.branch,
+        &ctx.config.history.directory,
+    ));
+    let reporters = |thread: ThreadRef| -> Arc<dyn Reporter> {
+        Arc::new(ForgeReporter::new(
+            forge.clone(),
+            thread,
+            ChecklistContext {
+                run_url: run_url.clone(),
+                model: ctx.config.llm.model.clone(),
+            },
+            redact_fn(),
+        ))
+    };
+
+    if matches!(trigger.request, Request::Sweep) {
+        return sweep(&ctx, &forge, &backend, &reporters, &trigger).await;
+    }
+    let Some(thread) = trigger.thread else {
+        return Err(CliError::usage(format!(
+            "the `{}` event names no issue or pull request",
+            trigger.event
+        )));
+    };
+    let react = forge.react(
+        &thread,
+        trigger.comment.as_ref().map(|c| c.id.as_str()),
+        Reaction::Eyes,
+    );
+    if let Err(e) = react.await {
+        tracing::warn!("could not add the 👀 reaction: {e}");
+    }
+    let result = cycle_on_thread(
+        &ctx,
+        forge.clone(),
+        backend.clone(),
+        reporters(thread),
+        thread,
+        &trigger,
+    )
+    .await;
+    finish(&ctx, result)
+}
+
+fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> {
+    let id = env.get("GITHUB_RUN_ID").filter(|v| !v.is_empty())?;
+    let server = env
+        .get("GITHUB_SERVER_URL")
+        .filter(|v| !v.is_empty())
+        .map_or("https://github.com", String::as_str);
+    Some(format!(
+        "{}/{repo}/actions/runs/{id}",
+        server.trim_end_matches('/')
+    ))
+}
+
+/// Fail closed: a failed permission look-up refuses. The comment is fetched again so an edit
+/// made after the event is seen.
+async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &GitHubForge) -> GateDecision {
+    let policy = gate_policy(&ctx.config);
+    let fetched = match &trigger.comment {
+        Some(comment) => match forge.comment(&comment.id).await {
+            Ok(current) => Some(current),
+            Err(e) => {
+                tracing::warn!("could not fetch the comment again ({e}); using the event's copy");
+                None
+            }
+        },
+        None => None,
+    };
+    let body = fetched
+        .as_ref()
+        .map(|c| c.body.as_str())
+        .or(trigger.comment.as_ref().map(|c| c.body.as_str()))
+        .unwrap_or_default();
+    let needs_lookup = !matches!(trigger.request, Request::Sweep)
+        && !trigger.actor.is_bot
+        && !body.contains(MARKER_PREFIX);
+    let permission = if needs_lookup {
+        forge.gate_permission(&trigger.actor.login).await
+    } else {
+        Permission::Unknown("not looked up (bot, own comment or schedule)".into())
+    };
+    let mut input = GateInput::for_trigger(trigger, permission, &policy, ctx.started_at);
+    if let Some(current) = &fetched {
+        input.comment = Some(GateComment {
+            body: &current.body,
+            updated_at: Some(current.updated_at),
+        });
+    }
+    gate_decide(&input)
+}
+
+/// The scheduled sweep: every thread whose question waited past `auto_assume_timeout_minutes`
+/// continues on the stated assumptions.
+async fn sweep(
+    ctx: &Ctx,
+    forge: &Arc<dyn Forge>,
+    backend: &Arc<dyn HistoryBackend>,
+    reporters: &dyn Fn(ThreadRef) -> Arc<dyn Reporter>,
+    trigger: &Trigger,
+) -> Result<Exit, CliError> {
+    let timeout = i64::from(
+        ctx.config
+            .planning
+            .replanning
+            .goal_understanding
+            .auto_assume_timeout_minutes,
+    );
+    let threads = backend
+        .threads()
+        .await
+        .map_err(|e| CliError::failure(format!("the sweep could not list the threads: {e}")))?;
+    let mut exit = Exit::Ok;
+    for thread in threads {
+        let loaded = match crate::history::store::load(backend.as_ref(), &thread).await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                ctx.workflow.warning(&format!(
+                    "sweep: could not read the history of {thread}: {e}"
+                ));
+                continue;
+            }
+        };
+        let Some(Pending::Question { asked_at, .. }) = &loaded.state.pending else {
+            continue;
+        };
+        if ctx.started_at - *asked_at < ChronoDuration::minutes(timeout) {
+            continue;
+        }
+        tracing::info!(
+            "sweep: {thread} waited past {timeout} minutes; continuing on the assumptions"
+        );
+        let mut per_thread = trigger.clone();
+        per_thread.thread = Some(thread);
+        let result = cycle_on_thread(
+            ctx,
+            forge.clone(),
+            backend.clone(),
+            reporters(thread),
+            thread,
+            &per_thread,
+        )
+        .await;
+        if let Err(e) = finish(ctx, result) {
+            ctx.workflow.error(&e.message);
+            exit = e.exit;
+        }
+    }
+    Ok(exit)
+}
+
+// ----- local runs
+
+async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
+    let number = opts.issue.unwrap_or(1);
+    let dir = opts
+        .local_dir
+        .clone()
+        .unwrap_or_else(|| ctx.workspace.join(".replan"));
+    let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
+    let forge: Arc<dyn Forge> = local.clone();
+    let backend: Arc<dyn HistoryBackend> = Arc::new(LocalHistory::new(
+        &dir,
+        ctx.config.history.directory.clone(),
+    ));
+    let body = match opts.body.as_deref() {
+        Some(spec) if spec.starts_with('@') => {
+            let path = &spec[1..];
+            std::fs::read_to_string(path).map_err(|e| {
+                CliError::usage(format!("--body {spec}: cannot read the file {path}: {e}"))
+            })?
+        }
+        Some(text) => text.to_owned(),
+        None => String::new(),
+    };
+    let thread = ThreadRef::issue(number);
+    let trigger = Trigger {
+        forge: ForgeKind::Local,
+        repo: String::new(),
+        thread: Some(thread),
+        actor: Actor {
+            login: local.local_user().to_owned(),
+            id: None,
+            is_bot: false,
+        },
+        request: Request::Start {
+            title: opts.title.clone().unwrap_or_default(),
+            body,
+        },
+        comment: None,
+        event: "local.run".into(),
+        project_id: None,
+        api_url: None,
+    };
+    let reporter: Arc<dyn Reporter> = Arc::new(TerminalReporter::new(ChecklistContext {
+        run_url: None,
+        model: ctx.config.llm.model.clone(),
+    }));
+    let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger).await;
+    finish(&ctx, result)
+}
+
+// ----- the cycle on one thread
+
+/// Records the commit of the last append (the `history_commit` output).
+struct RecordingSink {
+    backend: Arc<dyn HistoryBackend>,
+    thread: ThreadRef,
+    last_commit: Mutex<Option<String>>,
+}
+
+#[async_trait]
+impl EntrySink for RecordingSink {
+    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let outcome = self.backend.append(&self.thread, entries).await?;
+        if outcome.conflicts > 0 {
+            tracing::info!(
+                "history: another run wrote to {} meanwhile; appended after its lines ({} re-tries)",
+                self.thread,
+                outcome.conflicts
+            );
+        }
+        if let Some(commit) = outcome.commit {
+            *self.last_commit.lock().unwrap_or_else(|e| e.into_inner()) = Some(commit);
+        }
+        Ok(())
+    }
+}
+
+struct ThreadRun {
+    outcome: Option<CycleOutcome>,
+    pull_request: Option<String>,
+    history_commit: Option<String>,
+    ctx: ChecklistContext,
+}
+
+fn request_name(request: &Request) -> String {
+    match request {
+        Request::Start { .. } => "start".into(),
+        Request::Command(command) => format!("command:/{}", command.name()),
+        Request::Answer { .. } => "answer".into(),
+        Request::Mention { .. } => "mention".into(),
+        Request::Sweep => "sweep".into(),
+        Request::FetchComment { .. } => "fetch_comment".into(),
+        Request::Ignore { .. } => "ignore".into(),
+    }
+}
+
+fn input_text(input: &EngineInput) -> (Option<String>, Option<String>) {
+    match input {
+        EngineInput::Start { title, body, .. } => (Some(title.clone()), Some(body.clone())),
+        EngineInput::Replan { reason, .. } | EngineInput::Reject { reason, .. } => {
+            (None, reason.clone())
+        }
+        EngineInput::Answer { text, .. } => (None, Some(text.clone())),
+        _ => (None, None),
+    }
+}
+
+async fn cycle_on_thread(
+    ctx: &Ctx,
+    forge: Arc<dyn Forge>,
+    backend: Arc<dyn HistoryBackend>,
+    reporter: Arc<dyn Reporter>,
+    thread: ThreadRef,
+    trigger: &Trigger,
+) -> Result<ThreadRun, CliError> {
+    let checklist = ChecklistContext {
+        run_url: forge.run_url(),
+        model: ctx.config.llm.model.clone(),
+    };
+    let loaded = crate::history::store::load(backend.as_ref(), &thread)
+        .await
+        .map_err(|e| CliError::failure(format!("could not read the history of {thread}: {e}")))?;
+    for corrupt in &loaded.corrupt {
+        ctx.workflow.warning(&format!(
+            "history of {thread}: line {} is corrupt and was skipped (it stays in the file)",
+            corrupt.line_no
+        ));
+    }
+    let needs_thread = match &trigger.request {
+        Request::Start { title, body } => title.trim().is_empty() && body.trim().is_empty(),
+        Request::Mention { .. } => true,
+        _ => false,
+    };
+    let (title, body) = if needs_thread {
+        match forge.thread(&thread).await {
+            Ok(t) => (t.title, t.body),
+            Err(e) => {
+                return Err(CliError::failure(format!("could not read {thread}: {e}")));
+            }
+        }
+    } else {
+        (String::new(), String::new())
+    };
+    let input = match decide(
+        &trigger.request,
+        &trigger.actor.login,
+        &loaded.state,
+        &title,
+        &body,
+    ) {
+        Decided::Run(input) => input,
+        Decided::Nothing(reason) => {
+            tracing::info!("{thread}: {reason}");
+            return Ok(ThreadRun {
+                outcome: None,
+                pull_request: None,
+                history_commit: None,
+                ctx: checklist,
+            });
+        }
+    };
+
+    let llm = crate::llm::detect::create_budgeted(&ctx.config.llm, &ctx.env)
+        .map_err(|e| CliError::usage(format!("LLM set-up: {e}")))?;
+    let workspace = Workspace::new(&ctx.workspace)
+        .map_err(|e| CliError::usage(format!("workspace {}: {e}", ctx.workspace.display())))?;
+    let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
+    tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    let recorder = Arc::new(PrRecorder::new(forge.clone()));
+    tool_context.forge = Some((recorder.clone(), thread));
+    let tools = build_registry(tool_context).await;
+    let prompts =
+        Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let sink = Arc::new(RecordingSink {
+        backend: backend.clone(),
+        thread,
+        last_commit: Mutex::new(None),
+    });
+    let (req_title, req_text) = input_text(&input);
+    let deps = CycleDeps {
+        llm: Arc::new(llm),
+        tools: tools.registry,
+        reporter,
+        store: sink.clone(),
+        config: ctx.config.clone(),
+        clock: Arc::new(Utc::now),
+        run_id: ctx.run_id.clone(),
+        prompts,
+        request: RunRequest {
+            event: trigger.event.clone(),
+            actor: trigger.actor.login.clone(),
+            request: request_name(&trigger.request),
+            title: req_title,
+            text: req_text,
+            run_url: forge.run_url(),
+        },
+    };
+    ctx.workflow
+        .group(&format!("Replan: planning cycle on {thread}"));
+    let result = run_cycle(&deps, loaded.state, &input).await;
+    ctx.workflow.end_group();
+    tools.mcp.shutdown().await;
+    let history_commit = sink
+        .last_commit
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    match result {
+        Ok(outcome) => Ok(ThreadRun {
+            outcome: Some(outcome),
+            pull_request: recorder.opened().map(|pr| pr.url),
+            history_commit,
+            ctx: checklist,
+        }),
+        Err(e) => {
+            let message = format!("the planning cycle on {thread} failed: {e}");
+            outputs::write(
+                &ctx.env,
+                &RunOutputs {
+                    status: status_name(RunStatus::Failed),
+                    history_commit,
+                    ..RunOutputs::default()
+                },
+                None,
+            );
+            Err(CliError::failure(message))
+        }
+    }
+}
+
+fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliError> {
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            if e.exit == Exit::Failure {
+                ctx.workflow.error(&e.message);
+            }
+            return Err(e);
+        }
+    };
+    let Some(outcome) = run.outcome else {
+        return Ok(Exit::Ok);
+    };
+    let pull_request = outcome.pull_request.clone().or(run.pull_request);
+    let outputs = RunOutputs {
+        status: status_name(outcome.status),
+        plan_version: outcome.plan_version,
+        tasks_done: outcome.tasks_done,
+        tasks_total: outcome.tasks_total,
+        pull_request,
+        history_commit: run.history_commit,
+    };
+    outputs::write(
+        &ctx.env,
+        &outputs,
+        Some((&outcome.state, outcome.status, &run.ctx)),
+    );
+    tracing::info!(
+        status = %outputs.status,
+        plan_version = outputs.plan_version,
+        tasks = %format!("{}/{}", outputs.tasks_done, outputs.tasks_total),
+        "cycle finished"
+    );
+    match outcome.status {
+        RunStatus::Failed => {
+            ctx.workflow
+                .error("the planning cycle failed; see the thread for details");
+            Ok(Exit::Failure)
+        }
+        _ => Ok(Exit::Ok),
+    }
+}

@@ -1,0 +1,406 @@
+//! History files on an orphan branch through the git data API: blob → tree → commit → move the
+//! ref without `force`. When another run moved the branch first (422 "not a fast forward"), the
+//! file is read again at the new tip and our lines are appended after its last `seq`: no line of
+//! either run is lost. The branch is created (an orphan commit) on first use.
+
+use super::client::{Failure, GitHubClient, Op};
+use crate::forge::ForgeError;
+use crate::history::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use crate::history::{Entry, jsonl};
+use crate::trigger::{ThreadKind, ThreadRef};
+use async_trait::async_trait;
+use base64::Engine as _;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const CONTENTS_WRITE: &str = "contents: write";
+
+pub struct GitHubHistory {
+    client: Arc<GitHubClient>,
+    branch: String,
+    directory: String,
+    max_attempts: u32,
+    /// Base of the jittered pause between two attempts after a conflict.
+    conflict_delay: Duration,
+}
+
+/// The branch tip: commit and its tree.
+#[derive(Debug, Clone)]
+struct Tip {
+    commit: String,
+    tree: String,
+}
+
+/// What an attempt produces from the current file text: the new text (None deletes the file)
+/// and the `seq` of our first line.
+type Edit<'a> = dyn Fn(&str) -> (Option<String>, u64) + Send + Sync + 'a;
+
+fn backend(e: ForgeError) -> HistoryError {
+    HistoryError::Backend(e.to_string())
+}
+
+impl GitHubHistory {
+    pub fn new(client: Arc<GitHubClient>, branch: &str, directory: &str) -> Self {
+        GitHubHistory {
+            client,
+            branch: branch.trim().trim_start_matches("refs/heads/").to_owned(),
+            directory: directory.trim_matches('/').to_owned(),
+            max_attempts: 5,
+            conflict_delay: Duration::from_millis(100),
+        }
+    }
+
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    pub fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    fn op<'a>(&self, what: &'a str) -> Op<'a> {
+        Op {
+            what,
+            permission: CONTENTS_WRITE,
+        }
+    }
+
+    async fn tip(&self) -> Result<Option<Tip>, ForgeError> {
+        let what = format!("reading the history branch `{}`", self.branch);
+        let path = self
+            .client
+            .repo_path(&format!("/git/ref/heads/{}", self.branch));
+        let reference = match self.client.get(&path, self.op(&what)).await {
+            Ok(reference) => reference,
+            Err(ForgeError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let commit = reference
+            .pointer("/object/sha")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))?
+            .to_owned();
+        let path = self.client.repo_path(&format!("/git/commits/{commit}"));
+        let body = self.client.get(&path, self.op(&what)).await?;
+        let tree = body
+            .pointer("/tree/sha")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                ForgeError::Other(format!(
+                    "GitHub answered {what} with a commit without a tree"
+                ))
+            })?
+            .to_owned();
+        Ok(Some(Tip { commit, tree }))
+    }
+
+    /// The entries of a tree (not recursive).
+    async fn tree_entries(&self, tree: &str) -> Result<Vec<Value>, ForgeError> {
+        let what = format!("reading a tree of the history branch `{}`", self.branch);
+        let path = self.client.repo_path(&format!("/git/trees/{tree}"));
+        let body = self.client.get(&path, self.op(&what)).await?;
+        Ok(body
+            .get("tree")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// Walks `path` from the root tree; the sha of the last component (of type `kind`, `blob`
+    /// or `tree`), if it exists.
+    async fn lookup(
+        &self,
+        root: &str,
+        path: &str,
+        kind: &str,
+    ) -> Result<Option<String>, ForgeError> {
+        let mut current = root.to_owned();
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let entries = self.tree_entries(&current).await?;
+            let last = i + 1 == parts.len();
+            let found = entries.iter().find(|e| {
+                e.get("path").and_then(Value::as_str) == Some(part)
+                    && e.get("type").and_then(Value::as_str)
+                        == Some(if last { kind } else { "tree" })
+            });
+            match found.and_then(|e| e.get("sha")).and_then(Value::as_str) {
+                Some(sha) => current = sha.to_owned(),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
+    }
+
+    async fn read_blob(&self, sha: &str) -> Result<String, ForgeError> {
+        let what = format!("reading a history file on `{}`", self.branch);
+        let path = self.client.repo_path(&format!("/git/blobs/{sha}"));
+        let body = self.client.get(&path, self.op(&what)).await?;
+        let content = body.get("content").and_then(Value::as_str).unwrap_or("");
+        let bytes = match body.get("encoding").and_then(Value::as_str) {
+            Some("base64") => {
+                let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(compact)
+                    .map_err(|e| {
+                        ForgeError::Other(format!("GitHub answered {what} with bad base64: {e}"))
+                    })?
+            }
+            _ => content.as_bytes().to_vec(),
+        };
+        // Lossy on purpose: a corrupt byte must not make the whole history unreadable; the
+        // JSONL parser reports the damaged line.
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    async fn file_at(&self, tip: &Tip, path: &str) -> Result<String, ForgeError> {
+        match self.lookup(&tip.tree, path, "blob").await? {
+            Some(blob) => self.read_blob(&blob).await,
+            None => Ok(String::new()),
+        }
+    }
+
+    /// Writes the new tree and commit on top of `tip` (or an orphan commit) and returns its sha.
+    async fn write_commit(
+        &self,
+        tip: Option<&Tip>,
+        path: &str,
+        text: Option<&str>,
+        message: &str,
+    ) -> Result<String, ForgeError> {
+        let what = format!("committing {path} to `{}`", self.branch);
+        let entry = match text {
+            Some(text) => {
+                let blob = self
+                    .client
+                    .post(
+                        &self.client.repo_path("/git/blobs"),
+                        &json!({
+                            "content": base64::engine::general_purpose::STANDARD.encode(text),
+                            "encoding": "base64",
+                        }),
+                        self.op(&what),
+                    )
+                    .await?;
+                let sha = blob.get("sha").and_then(Value::as_str).unwrap_or_default();
+                json!({ "path": path, "mode": "100644", "type": "blob", "sha": sha })
+            }
+            None => json!({ "path": path, "mode": "100644", "type": "blob", "sha": null }),
+        };
+        let mut tree_request = json!({ "tree": [entry] });
+        if let Some(tip) = tip {
+            tree_request["base_tree"] = json!(tip.tree);
+        }
+        let tree = self
+            .client
+            .post(
+                &self.client.repo_path("/git/trees"),
+                &tree_request,
+                self.op(&what),
+            )
+            .await?;
+        let tree_sha = tree.get("sha").and_then(Value::as_str).unwrap_or_default();
+        let parents: Vec<&str> = tip.map(|t| t.commit.as_str()).into_iter().collect();
+        let commit = self
+            .client
+            .post(
+                &self.client.repo_path("/git/commits"),
+                &json!({ "message": message, "tree": tree_sha, "parents": parents }),
+                self.op(&what),
+            )
+            .await?;
+        commit
+            .get("sha")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))
+    }
+
+    /// Moves (or creates) the branch; `Ok(false)` when another writer got there first.
+    async fn move_branch(&self, tip: Option<&Tip>, commit: &str) -> Result<bool, ForgeError> {
+        let what = format!("updating the history branch `{}`", self.branch);
+        let result = match tip {
+            Some(_) => {
+                let path = self
+                    .client
+                    .repo_path(&format!("/git/refs/heads/{}", self.branch));
+                self.client
+                    .send(
+                        Method::PATCH,
+                        &path,
+                        Some(&json!({ "sha": commit, "force": false })),
+                        self.op(&what),
+                    )
+                    .await
+            }
+            None => {
+                self.client
+                    .send(
+                        Method::POST,
+                        &self.client.repo_path("/git/refs"),
+                        Some(
+                            &json!({ "ref": format!("refs/heads/{}", self.branch), "sha": commit }),
+                        ),
+                        self.op(&what),
+                    )
+                    .await
+            }
+        };
+        match result {
+            Ok(_) => Ok(true),
+            Err(Failure {
+                status, message, ..
+            }) if status == 409 || (status == 422 && is_moved(&message)) => {
+                tracing::info!(
+                    "the history branch `{}` moved while we wrote ({message}); reading it again",
+                    self.branch
+                );
+                Ok(false)
+            }
+            Err(failure) => Err(failure.error),
+        }
+    }
+
+    async fn commit_loop(
+        &self,
+        thread: &ThreadRef,
+        message: &str,
+        edit: &Edit<'_>,
+    ) -> Result<AppendOutcome, HistoryError> {
+        let path = thread.history_path(&self.directory);
+        let mut conflicts = 0;
+        for attempt in 0..self.max_attempts {
+            if attempt > 0 {
+                let base = self.conflict_delay.as_millis() as u64 * u64::from(attempt);
+                tokio::time::sleep(Duration::from_millis(base + fastrand::u64(0..=base))).await;
+            }
+            let tip = self.tip().await.map_err(backend)?;
+            let old = match &tip {
+                Some(tip) => self.file_at(tip, &path).await.map_err(backend)?,
+                None => String::new(),
+            };
+            let (text, first_seq) = edit(&old);
+            let commit = self
+                .write_commit(tip.as_ref(), &path, text.as_deref(), message)
+                .await
+                .map_err(backend)?;
+            if self
+                .move_branch(tip.as_ref(), &commit)
+                .await
+                .map_err(backend)?
+            {
+                return Ok(AppendOutcome {
+                    commit: Some(commit),
+                    conflicts,
+                    first_seq,
+                });
+            }
+            conflicts += 1;
+        }
+        Err(HistoryError::ConflictRetriesExhausted {
+            path,
+            attempts: self.max_attempts,
+        })
+    }
+}
+
+/// GitHub's words for "the ref is not where you thought".
+fn is_moved(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    lower.contains("fast forward")
+        || lower.contains("fast-forward")
+        || lower.contains("already exists")
+        || lower.contains("reference update failed")
+}
+
+#[async_trait]
+impl HistoryBackend for GitHubHistory {
+    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+        let Some(tip) = self.tip().await.map_err(backend)? else {
+            return Ok(LoadedHistory::default());
+        };
+        let path = thread.history_path(&self.directory);
+        let text = self.file_at(&tip, &path).await.map_err(backend)?;
+        Ok(LoadedHistory {
+            text,
+            version: Some(tip.commit),
+        })
+    }
+
+    async fn append(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<AppendOutcome, HistoryError> {
+        if entries.is_empty() {
+            return Ok(AppendOutcome::default());
+        }
+        let message = format!(
+            "replan: {} {} to {}",
+            entries.len(),
+            if entries.len() == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
+            thread.history_path(&self.directory)
+        );
+        let edit = |old: &str| {
+            let mut mine = entries.to_vec();
+            let after = jsonl::max_seq(old);
+            (Some(jsonl::append_text(old, &mut mine, after)), after + 1)
+        };
+        self.commit_loop(thread, &message, &edit).await
+    }
+
+    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+        let Some(tip) = self.tip().await.map_err(backend)? else {
+            return Ok(Vec::new());
+        };
+        let Some(dir) = self
+            .lookup(&tip.tree, &self.directory, "tree")
+            .await
+            .map_err(backend)?
+        else {
+            return Ok(Vec::new());
+        };
+        let mut threads = Vec::new();
+        for kind_dir in self.tree_entries(&dir).await.map_err(backend)? {
+            let name = kind_dir.get("path").and_then(Value::as_str).unwrap_or("");
+            let (Some(kind), Some(sha)) = (
+                ThreadKind::from_dir_name(name),
+                kind_dir.get("sha").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            if kind_dir.get("type").and_then(Value::as_str) != Some("tree") {
+                continue;
+            }
+            for file in self.tree_entries(sha).await.map_err(backend)? {
+                let file_name = file.get("path").and_then(Value::as_str).unwrap_or("");
+                if let Some(number) = file_name
+                    .strip_suffix(".jsonl")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    threads.push(ThreadRef { kind, number });
+                }
+            }
+        }
+        threads.sort();
+        Ok(threads)
+    }
+
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
+        let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
+        let edit = |_: &str| {
+            (
+                (!text.is_empty()).then(|| text.to_owned()),
+                jsonl::max_seq(text),
+            )
+        };
+        self.commit_loop(thread, &message, &edit).await
+    }
+}

@@ -1,0 +1,557 @@
+//! The GitHub forge, client and history branch against the fake GitHub API; the end-to-end runs
+//! of the built binary are in `github/e2e.rs`.
+
+mod e2e;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use chrono::{TimeZone, Utc};
+use replan::forge::github::{
+    GitHubClient, GitHubForge, GitHubHistory, GitHubSettings, RetryPolicy,
+};
+use replan::forge::{Forge, ForgeError, Permission, PullRequestRequest, Reaction};
+use replan::history::{Entry, EntryBody, HistoryBackend, HistoryError, jsonl};
+use replan::trigger::ThreadRef;
+
+use crate::support::client::install_crypto_provider;
+use crate::support::{ConcurrentChange, FakeGitHub, Fault};
+
+const BRANCH: &str = "replan-history";
+const ISSUE_FILE: &str = "planning_history/issues/1.jsonl";
+
+fn settings(fake: &FakeGitHub) -> GitHubSettings {
+    GitHubSettings {
+        api_url: fake.base_url(),
+        token: fake.token(),
+        repo: fake.repo(),
+        retry: RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(20),
+            max_rate_limit_wait: Duration::from_secs(5),
+            timeout: Duration::from_secs(10),
+        },
+    }
+}
+
+fn client(fake: &FakeGitHub) -> Arc<GitHubClient> {
+    install_crypto_provider();
+    Arc::new(GitHubClient::new(settings(fake)).expect("client"))
+}
+
+fn forge(fake: &FakeGitHub) -> GitHubForge {
+    GitHubForge::new(client(fake))
+}
+
+fn history(fake: &FakeGitHub) -> GitHubHistory {
+    GitHubHistory::new(client(fake), BRANCH, "planning_history")
+}
+
+fn answer(run: &str, text: &str) -> Entry {
+    Entry {
+        v: 1,
+        seq: 0,
+        ts: Utc.timestamp_opt(1_714_564_800, 0).unwrap(),
+        run_id: run.to_owned(),
+        body: EntryBody::Answer {
+            author: "alice".into(),
+            text: text.into(),
+            assumed: false,
+        },
+    }
+}
+
+fn texts(file: &str) -> Vec<(u64, String)> {
+    jsonl::parse(file)
+        .entries
+        .into_iter()
+        .map(|e| match e.body {
+            EntryBody::Answer { text, .. } => (e.seq, text),
+            other => (e.seq, other.type_name().to_owned()),
+        })
+        .collect()
+}
+
+// ----- history branch
+
+#[tokio::test]
+async fn github_history_first_append_creates_the_orphan_branch() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake);
+    let thread = ThreadRef::issue(1);
+    assert_eq!(backend.load(&thread).await.unwrap().text, "");
+
+    let outcome = backend
+        .append(
+            &thread,
+            &[answer("run-1", "first"), answer("run-1", "second")],
+        )
+        .await
+        .unwrap();
+
+    let tip = fake.ref_sha(BRANCH).expect("the branch was created");
+    assert_eq!(outcome.commit.as_deref(), Some(tip.as_str()));
+    assert_eq!(outcome.first_seq, 1);
+    assert!(
+        fake.commit(&tip).unwrap().parents.is_empty(),
+        "the history branch starts as an orphan, sharing nothing with main"
+    );
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert_eq!(
+        texts(&file),
+        vec![(1, "first".to_owned()), (2, "second".to_owned())]
+    );
+    assert!(fake.file_at_ref(BRANCH, "README.md").is_none());
+    let created = fake.requests_to("POST", "/repos/octo/widgets/git/refs");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].json()["ref"], "refs/heads/replan-history");
+    // Read back through the backend too.
+    assert_eq!(backend.load(&thread).await.unwrap().text, file);
+    assert_eq!(backend.threads().await.unwrap(), vec![thread]);
+}
+
+#[tokio::test]
+async fn github_history_concurrent_writer_loses_no_entry() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake);
+    let thread = ThreadRef::issue(1);
+    backend
+        .append(&thread, &[answer("run-1", "ours before")])
+        .await
+        .unwrap();
+    let theirs = jsonl::to_line(&Entry {
+        seq: 2,
+        ..answer("run-2", "theirs")
+    });
+    fake.advance_ref_before_next_update(
+        BRANCH,
+        ISSUE_FILE,
+        ConcurrentChange::Append(format!("{theirs}\n")),
+    );
+
+    let outcome = backend
+        .append(&thread, &[answer("run-1", "ours after")])
+        .await
+        .unwrap();
+
+    assert_eq!(outcome.conflicts, 1, "the first update met a moved ref");
+    assert_eq!(
+        outcome.first_seq, 3,
+        "renumbered after the other run's line"
+    );
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert_eq!(
+        texts(&file),
+        vec![
+            (1, "ours before".to_owned()),
+            (2, "theirs".to_owned()),
+            (3, "ours after".to_owned())
+        ]
+    );
+    let updates = fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history");
+    assert_eq!(updates.len(), 2);
+    assert!(updates.iter().all(|r| r.json()["force"] == false));
+    assert_eq!(updates[0].status, 422);
+    assert_eq!(updates[1].status, 200);
+}
+
+#[tokio::test]
+async fn github_history_branch_created_by_another_run_meanwhile_is_appended_to() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake);
+    let thread = ThreadRef::issue(1);
+    let theirs = jsonl::to_line(&Entry {
+        seq: 1,
+        ..answer("run-2", "theirs")
+    });
+    fake.advance_ref_before_next_update(
+        BRANCH,
+        ISSUE_FILE,
+        ConcurrentChange::Write(format!("{theirs}\n")),
+    );
+
+    let outcome = backend
+        .append(&thread, &[answer("run-1", "ours")])
+        .await
+        .unwrap();
+
+    assert_eq!(outcome.conflicts, 1);
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert_eq!(
+        texts(&file),
+        vec![(1, "theirs".to_owned()), (2, "ours".to_owned())]
+    );
+}
+
+#[tokio::test]
+async fn github_history_gives_up_after_bounded_conflicts_and_says_so() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake).with_max_attempts(3);
+    let thread = ThreadRef::issue(1);
+    backend
+        .append(&thread, &[answer("run-1", "base")])
+        .await
+        .unwrap();
+    // Another writer keeps winning the race.
+    fake.push_fault(
+        Fault::new(
+            "PATCH",
+            "/repos/octo/widgets/git/refs/heads/replan-history",
+            422,
+        )
+        .body(serde_json::json!({ "message": "Update is not a fast forward" }))
+        .times(10),
+    );
+
+    let err = backend
+        .append(&thread, &[answer("run-1", "late")])
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            err,
+            HistoryError::ConflictRetriesExhausted { attempts: 3, .. }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains(ISSUE_FILE), "{err}");
+    assert_eq!(
+        fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
+            .len(),
+        3,
+        "bounded attempts"
+    );
+    // The line that was there is still there; nothing half-written.
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert_eq!(texts(&file), vec![(1, "base".to_owned())]);
+}
+
+#[tokio::test]
+async fn github_history_keeps_corrupt_lines_and_numbers_after_them() {
+    let fake = FakeGitHub::start();
+    let good = jsonl::to_line(&Entry {
+        seq: 4,
+        ..answer("old", "kept")
+    });
+    fake.commit_file(BRANCH, ISSUE_FILE, &format!("{good}\n{{not json\n"));
+    let backend = history(&fake);
+
+    backend
+        .append(&ThreadRef::issue(1), &[answer("run", "new")])
+        .await
+        .unwrap();
+
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert!(file.contains("{not json\n"), "{file}");
+    let parsed = jsonl::parse(&file);
+    assert_eq!(parsed.corrupt.len(), 1);
+    assert_eq!(
+        parsed.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![4, 5]
+    );
+}
+
+// ----- client: retries and errors
+
+#[tokio::test]
+async fn github_server_error_then_success_is_retried() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    fake.push_fault(Fault::server_error("GET", "/repos/octo/widgets/issues/").times(2));
+
+    let thread = forge(&fake)
+        .thread(&ThreadRef::issue(number))
+        .await
+        .unwrap();
+
+    assert_eq!(thread.title, "Title");
+    let gets = fake.requests_to("GET", &format!("/repos/octo/widgets/issues/{number}"));
+    assert_eq!(
+        gets.iter().map(|r| r.status).collect::<Vec<_>>(),
+        vec![500, 500, 200]
+    );
+}
+
+#[tokio::test]
+async fn github_persistent_server_error_fails_with_the_status_after_bounded_attempts() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    fake.push_fault(Fault::bad_gateway("GET", "/repos/octo/widgets/issues/").times(10));
+
+    let err = forge(&fake)
+        .thread(&ThreadRef::issue(number))
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(err, ForgeError::Server { status: 502, .. }),
+        "{err}"
+    );
+    assert_eq!(fake.requests().len(), 4, "max_attempts bounds the retries");
+}
+
+#[tokio::test]
+async fn github_primary_rate_limit_waits_for_the_reset() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    fake.push_fault(Fault::github_rate_limit(
+        "POST",
+        "/repos/octo/widgets/issues/",
+        now + 1,
+    ));
+    let started = Instant::now();
+
+    forge(&fake)
+        .post_comment(&ThreadRef::issue(number), "hello")
+        .await
+        .unwrap();
+
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "waited for x-ratelimit-reset, not immediately: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(fake.comments(number).len(), 1, "posted exactly once");
+}
+
+#[tokio::test]
+async fn github_rate_limit_reset_beyond_the_cap_fails_as_rate_limited() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    fake.push_fault(Fault::github_rate_limit(
+        "POST",
+        "/repos/octo/widgets/issues/",
+        now + 3600,
+    ));
+
+    let err = forge(&fake)
+        .post_comment(&ThreadRef::issue(number), "hello")
+        .await
+        .unwrap_err();
+
+    match err {
+        ForgeError::RateLimited {
+            retry_after_secs, ..
+        } => assert!(retry_after_secs > 3000),
+        other => panic!("expected RateLimited, got {other}"),
+    }
+    assert!(fake.comments(number).is_empty());
+}
+
+#[tokio::test]
+async fn github_secondary_rate_limit_and_429_honour_retry_after() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    fake.push_fault(Fault::github_secondary_rate_limit(
+        "GET",
+        "/repos/octo/widgets/issues/",
+        1,
+    ));
+    fake.push_fault(Fault::too_many_requests(
+        "GET",
+        "/repos/octo/widgets/issues/",
+        1,
+    ));
+    let started = Instant::now();
+
+    let thread = forge(&fake)
+        .thread(&ThreadRef::issue(number))
+        .await
+        .unwrap();
+
+    assert_eq!(thread.title, "Title");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1900),
+        "waited Retry-After twice: {:?}",
+        started.elapsed()
+    );
+    let statuses: Vec<u16> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![403, 429, 200]);
+}
+
+#[tokio::test]
+async fn github_bad_token_says_to_check_the_token() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    let mut bad = settings(&fake);
+    bad.token = "ghs_WrongToken000000000000000000000".into();
+    install_crypto_provider();
+    let forge = GitHubForge::new(Arc::new(GitHubClient::new(bad).unwrap()));
+
+    let err = forge
+        .post_comment(&ThreadRef::issue(number), "hi")
+        .await
+        .unwrap_err();
+
+    assert!(matches!(err, ForgeError::Unauthorized { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("check that the token"), "{message}");
+    assert!(!message.contains("WrongToken"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "a 401 is not retried");
+}
+
+#[tokio::test]
+async fn github_forbidden_comment_names_the_workflow_permission() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    fake.push_fault(Fault::new("POST", "/repos/octo/widgets/issues/", 403).body(
+        serde_json::json!({
+            "message": "Resource not accessible by integration"
+        }),
+    ));
+
+    let err = forge(&fake)
+        .post_comment(&ThreadRef::issue(number), "hi")
+        .await
+        .unwrap_err();
+
+    let message = err.to_string();
+    assert!(message.contains("permissions: issues: write"), "{message}");
+    assert!(message.contains("Resource not accessible"), "{message}");
+}
+
+#[tokio::test]
+async fn github_requests_carry_user_agent_accept_and_api_version() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+
+    forge(&fake)
+        .thread(&ThreadRef::issue(number))
+        .await
+        .unwrap();
+
+    let request = &fake.requests()[0];
+    assert!(request.header("user-agent").unwrap().starts_with("replan/"));
+    assert_eq!(
+        request.header("accept"),
+        Some("application/vnd.github+json")
+    );
+    assert_eq!(request.header("x-github-api-version"), Some("2022-11-28"));
+    assert_eq!(request.header("authorization"), Some("Bearer <redacted>"));
+}
+
+// ----- forge
+
+#[tokio::test]
+async fn github_comment_update_uses_patch() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    let forge = forge(&fake);
+    let thread = ThreadRef::issue(number);
+
+    let posted = forge.post_comment(&thread, "v1").await.unwrap();
+    forge
+        .update_comment(&thread, &posted.id, "v2")
+        .await
+        .unwrap();
+
+    let id: u64 = posted.id.parse().unwrap();
+    assert_eq!(fake.comment(id).unwrap().body, "v2");
+    assert_eq!(fake.comments(number).len(), 1, "edited in place");
+    let edits = fake.requests_to(
+        "PATCH",
+        &format!("/repos/octo/widgets/issues/comments/{id}"),
+    );
+    assert_eq!(edits.len(), 1);
+    assert_eq!(edits[0].json()["body"], "v2");
+    assert!(
+        fake.requests_to("POST", "/repos/octo/widgets/issues/comments/")
+            .is_empty(),
+        "no POST to the comment URL"
+    );
+}
+
+#[tokio::test]
+async fn github_comments_are_listed_across_pages_with_bots_marked() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    for i in 0..105 {
+        fake.seed_comment(number, "alice", &format!("c{i}"));
+    }
+    fake.seed_comment(number, "dependabot[bot]", "bump");
+
+    let comments = forge(&fake)
+        .comments(&ThreadRef::issue(number))
+        .await
+        .unwrap();
+
+    assert_eq!(comments.len(), 106);
+    assert_eq!(comments[104].body, "c104");
+    assert!(comments[105].author_is_bot);
+    assert!(!comments[0].author_is_bot);
+}
+
+#[tokio::test]
+async fn github_permission_maps_roles_and_non_collaborators() {
+    let fake = FakeGitHub::start();
+    fake.add_collaborator("maya", "maintain");
+    fake.add_collaborator("rita", "read");
+    let forge = forge(&fake);
+
+    assert_eq!(
+        forge.permission("maya").await.unwrap(),
+        Permission::Maintain
+    );
+    assert_eq!(forge.permission("rita").await.unwrap(), Permission::Read);
+    assert_eq!(
+        forge.permission("stranger").await.unwrap(),
+        Permission::None
+    );
+}
+
+#[tokio::test]
+async fn github_reactions_go_to_the_issue_or_the_comment() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    let comment = fake.seed_comment(number, "alice", "/replan");
+    let forge = forge(&fake);
+    let thread = ThreadRef::issue(number);
+
+    forge.react(&thread, None, Reaction::Eyes).await.unwrap();
+    forge
+        .react(&thread, Some(&comment.to_string()), Reaction::Eyes)
+        .await
+        .unwrap();
+
+    let reactions = fake.reactions();
+    assert_eq!(reactions.len(), 2);
+    assert!(reactions.iter().all(|r| r.content == "eyes"));
+}
+
+#[tokio::test]
+async fn github_pull_request_is_opened_once_and_found_again() {
+    let fake = FakeGitHub::start();
+    let main = fake.ref_sha("main").unwrap();
+    fake.set_ref("replan/issue-1", &main);
+    fake.append_file("replan/issue-1", "src/lib.rs", "fn x() {}\n");
+    let forge = forge(&fake);
+    let request = PullRequestRequest {
+        head: "replan/issue-1".into(),
+        base: "main".into(),
+        title: "Fix #1".into(),
+        body: "Closes #1".into(),
+    };
+
+    let first = forge.open_pull_request(&request).await.unwrap();
+    let again = forge.open_pull_request(&request).await.unwrap();
+
+    assert_eq!(first, again);
+    assert_eq!(fake.pull_requests().len(), 1);
+    let lookups = fake.requests_to("GET", "/repos/octo/widgets/pulls");
+    assert_eq!(lookups.len(), 1);
+    assert!(
+        lookups[0].query.contains("head=octo%3Areplan%2Fissue-1")
+            || lookups[0].query.contains("head=octo:replan/issue-1"),
+        "{}",
+        lookups[0].query
+    );
+}

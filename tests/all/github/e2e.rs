@@ -1,0 +1,688 @@
+//! End-to-end runs of the built `replan` binary as a GitHub Action would start it: an event
+//! payload from `tests/fixtures/github-events/`, the fake GitHub API, the scripted LLM server
+//! (OpenAI wire format) and a real git checkout whose `origin` is a local bare repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use replan::history::entry::EntryBody;
+use replan::history::jsonl;
+use replan::llm::scenario::{Scenario, ScenarioMode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::support::fake_github::DEFAULT_ACTOR;
+use crate::support::git::isolated_git_env;
+use crate::support::llm_server::LlmServer;
+use crate::support::{ConcurrentChange, FakeGitHub, Fault, TestRepo};
+
+const BASE_SCENARIO: &str = include_str!("../../scenarios/github_e2e_base.yaml");
+const BRANCH: &str = "replan-history";
+
+/// The base replies, each repeated so a whole cycle (and a few replans) has enough, after the
+/// test's own steps (used first, once each).
+fn scenario(overrides: &str) -> Scenario {
+    let base = Scenario::from_yaml(BASE_SCENARIO).expect("base scenario");
+    let mut steps = Vec::new();
+    if !overrides.trim().is_empty() {
+        steps.extend(
+            Scenario::from_yaml(overrides)
+                .expect("override scenario")
+                .steps,
+        );
+    }
+    for step in base.steps {
+        for _ in 0..40 {
+            steps.push(step.clone());
+        }
+    }
+    Scenario {
+        mode: ScenarioMode::Matched,
+        steps,
+    }
+}
+
+struct World {
+    fake: FakeGitHub,
+    llm: LlmServer,
+    _origin: TestRepo,
+    checkout: TestRepo,
+    files: TempDir,
+    /// Each run of the binary is a new workflow run with its own id.
+    runs: std::cell::Cell<u32>,
+}
+
+impl World {
+    fn new(overrides: &str) -> Self {
+        let fake = FakeGitHub::start();
+        let origin = TestRepo::bare();
+        let checkout = TestRepo::clone_from(&origin);
+        let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
+        checkout.write("README.md", "# widgets\n");
+        checkout.commit_all("init");
+        checkout.run_git(&["push", "-q", "origin", "main"]);
+        World {
+            fake,
+            llm: LlmServer::start(scenario(overrides)),
+            _origin: origin,
+            checkout,
+            files: TempDir::new().unwrap(),
+            runs: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A fixture payload rewritten to point at the fake's repository and `number`.
+    fn payload(&self, fixture: &str, patch: impl FnOnce(&mut Value)) -> PathBuf {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github-events")
+            .join(format!("{fixture}.json"));
+        let mut value: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("fixture is JSON");
+        let repo = self.fake.repo();
+        let (owner, name) = repo.split_once('/').unwrap();
+        value["repository"]["full_name"] = json!(repo);
+        value["repository"]["name"] = json!(name);
+        value["repository"]["owner"]["login"] = json!(owner);
+        patch(&mut value);
+        let out = self
+            .files
+            .path()
+            .join(format!("{fixture}-{}.json", fastrand::u32(..)));
+        std::fs::write(&out, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+        out
+    }
+
+    fn issue_opened(&self, number: u64, author: &str) -> PathBuf {
+        let issue = self.fake.issue(number).expect("seeded issue");
+        self.payload("issues.opened.15", |v| {
+            v["issue"]["number"] = json!(number);
+            v["issue"]["title"] = json!(issue.title);
+            v["issue"]["body"] = json!(issue.body);
+            v["issue"]["user"]["login"] = json!(author);
+            v["sender"]["login"] = json!(author);
+            v["sender"]["type"] = json!("User");
+        })
+    }
+
+    fn comment_created(&self, number: u64, comment_id: u64) -> PathBuf {
+        let comment = self.fake.comment(comment_id).expect("seeded comment");
+        let is_bot = comment.user.ends_with("[bot]");
+        self.payload("issue_comment.created.0", |v| {
+            v["issue"]["number"] = json!(number);
+            v["comment"]["id"] = json!(comment_id);
+            v["comment"]["body"] = json!(comment.body);
+            v["comment"]["user"]["login"] = json!(comment.user);
+            v["comment"]["user"]["type"] = json!(if is_bot { "Bot" } else { "User" });
+            v["comment"]["created_at"] = json!("2024-05-01T12:00:00Z");
+            v["comment"]["updated_at"] = json!("2024-05-01T12:00:00Z");
+            v["sender"]["login"] = json!(comment.user);
+            v["sender"]["type"] = json!(if is_bot { "Bot" } else { "User" });
+        })
+    }
+
+    fn env(&self, event: &str, payload: &Path) -> BTreeMap<String, String> {
+        let file = |name: &str| self.files.path().join(name).display().to_string();
+        let mut env: BTreeMap<String, String> = [
+            ("GITHUB_ACTIONS", "true".to_owned()),
+            ("GITHUB_EVENT_NAME", event.to_owned()),
+            ("GITHUB_EVENT_PATH", payload.display().to_string()),
+            ("GITHUB_API_URL", self.fake.base_url()),
+            ("GITHUB_SERVER_URL", "https://github.com".to_owned()),
+            ("GITHUB_REPOSITORY", self.fake.repo()),
+            ("GITHUB_RUN_ID", "4242".to_owned()),
+            ("GITHUB_RUN_ATTEMPT", "1".to_owned()),
+            ("GITHUB_TOKEN", self.fake.token()),
+            (
+                "GITHUB_WORKSPACE",
+                self.checkout.path().display().to_string(),
+            ),
+            ("GITHUB_OUTPUT", file("output.txt")),
+            ("GITHUB_STEP_SUMMARY", file("summary.md")),
+            ("REPLAN_LLM__PROVIDER", "openai".to_owned()),
+            ("REPLAN_LLM__BASE_URL", self.llm.openai_base()),
+            ("REPLAN_LLM__MODEL", "gpt-test".to_owned()),
+            ("REPLAN_LLM__MAX_RETRIES", "1".to_owned()),
+            ("OPENAI_API_KEY", "sk-test-key-0123456789abcdef".to_owned()),
+            ("RUST_LOG", "replan=info".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for (k, v) in isolated_git_env() {
+            env.insert(k.to_owned(), v.to_owned());
+        }
+        env
+    }
+
+    fn run(&self, env: &BTreeMap<String, String>) -> std::process::Output {
+        let mut command = Command::cargo_bin("replan").expect("the replan binary");
+        command.env_clear();
+        for key in ["PATH", "HOME", "TMPDIR"] {
+            if let Ok(value) = std::env::var(key) {
+                command.env(key, value);
+            }
+        }
+        command.envs(env);
+        if env.get("GITHUB_RUN_ID").map(String::as_str) == Some("4242") {
+            let run = 4242 + self.runs.get();
+            command.env("GITHUB_RUN_ID", run.to_string());
+        }
+        self.runs.set(self.runs.get() + 1);
+        command.arg("run");
+        command.timeout(std::time::Duration::from_secs(120));
+        command.output().expect("run replan")
+    }
+
+    fn outputs(&self) -> BTreeMap<String, String> {
+        let text =
+            std::fs::read_to_string(self.files.path().join("output.txt")).unwrap_or_default();
+        replan::actions::outputs::parse(&text).into_iter().collect()
+    }
+
+    fn history(&self, number: u64) -> String {
+        self.fake
+            .file_at_ref(BRANCH, &format!("planning_history/issues/{number}.jsonl"))
+            .unwrap_or_default()
+    }
+
+    fn types(&self, number: u64) -> Vec<String> {
+        jsonl::parse(&self.history(number))
+            .entries
+            .iter()
+            .map(|e| e.body.type_name().to_owned())
+            .collect()
+    }
+
+    /// The branch the pull request tool pushes must exist on the fake for it to accept the PR.
+    fn prepare_pull_request_branch(&self, number: u64) {
+        let main = self.fake.ref_sha("main").unwrap();
+        let branch = format!("replan/issue-{number}");
+        self.fake.set_ref(&branch, &main);
+        self.fake.append_file(&branch, "hello.md", "hello\n");
+    }
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!(
+        "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn ours(body: &str) -> bool {
+    body.trim_start().starts_with("<!-- replan:")
+}
+
+#[test]
+fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // Checklist comment: one, ours, edited in place with PATCH, with the plan and the run link.
+    let comments = world.fake.comments(number);
+    let checklists: Vec<_> = comments
+        .iter()
+        .filter(|c| c.body.starts_with("<!-- replan:checklist -->"))
+        .collect();
+    assert_eq!(checklists.len(), 1, "{comments:#?}");
+    let checklist = &checklists[0].body;
+    assert!(checklist.contains("Write hello.md"), "{checklist}");
+    assert!(checklist.contains("```mermaid"), "{checklist}");
+    assert!(
+        checklist.contains("https://github.com/octo/widgets/actions/runs/4242"),
+        "{checklist}"
+    );
+    assert!(
+        !world
+            .fake
+            .requests_to(
+                "PATCH",
+                &format!("/repos/octo/widgets/issues/comments/{}", checklists[0].id)
+            )
+            .is_empty(),
+        "the checklist is edited in place"
+    );
+    assert!(comments.iter().all(|c| c.user == DEFAULT_ACTOR));
+    assert!(comments.iter().all(|c| ours(&c.body)));
+    // The 👀 reaction on the issue.
+    assert!(world.fake.reactions().iter().any(|r| r.content == "eyes"));
+    // The workspace change went out as a pull request that closes the issue.
+    let pulls = world.fake.pull_requests();
+    assert_eq!(pulls.len(), 1, "{}", text(&output));
+    assert_eq!(pulls[0].head, format!("replan/issue-{number}"));
+    assert!(pulls[0].body.contains(&format!("Closes #{number}")));
+    // The history, read back from the fake's git objects.
+    let types = world.types(number);
+    for wanted in [
+        "run_started",
+        "plan",
+        "replan_decision",
+        "action",
+        "task_state",
+        "completion",
+        "run_finished",
+    ] {
+        assert!(
+            types.iter().any(|t| t == wanted),
+            "no {wanted} in {types:?}"
+        );
+    }
+    let parsed = jsonl::parse(&world.history(number));
+    assert!(parsed.corrupt.is_empty());
+    assert!(parsed.entries.iter().all(|e| e.run_id == "4242-1"));
+    let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(
+        parsed
+            .entries
+            .iter()
+            .any(|e| matches!(&e.body, EntryBody::Checklist { comment_id } if *comment_id == checklists[0].id.to_string())),
+        "the checklist id is stored in history"
+    );
+    // Step outputs and the job summary.
+    let outputs = world.outputs();
+    assert_eq!(outputs["status"], "completed");
+    assert_eq!(outputs["plan_version"], "1");
+    assert_eq!(outputs["tasks_done"], "2");
+    assert_eq!(outputs["tasks_total"], "2");
+    assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
+    assert_eq!(
+        Some(outputs["history_commit"].clone()),
+        world.fake.ref_sha(BRANCH)
+    );
+    let summary = std::fs::read_to_string(world.files.path().join("summary.md")).unwrap();
+    assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
+    // Log groups, masks, and no secret in any output.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("::group::Replan: planning cycle on #"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("::add-mask::"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(&world.fake.token()), "{stderr}");
+    assert!(!stderr.contains("sk-test-key-0123456789abcdef"));
+    for comment in world.fake.comments(number) {
+        assert!(!comment.body.contains(&world.fake.token()));
+    }
+}
+
+#[test]
+fn github_e2e_non_collaborator_comment_is_refused_politely_and_exits_0() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let comment = world
+        .fake
+        .seed_comment(number, "mallory", "/replan do something else");
+    let payload = world.comment_created(number, comment);
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let replies: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR)
+        .collect();
+    assert_eq!(replies.len(), 1, "one short reply");
+    assert!(replies[0].body.contains("@mallory"), "{}", replies[0].body);
+    assert!(
+        replies[0].body.contains("write access"),
+        "{}",
+        replies[0].body
+    );
+    assert!(ours(&replies[0].body), "the reply carries our marker");
+    assert!(
+        world.llm.requests().is_empty(),
+        "no LLM call for a refused trigger"
+    );
+    assert!(world.fake.ref_sha(BRANCH).is_none(), "no history written");
+}
+
+#[test]
+fn github_e2e_our_own_comment_does_not_trigger() {
+    let world = World::new("");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let comment = world.fake.seed_comment(
+        number,
+        DEFAULT_ACTOR,
+        "<!-- replan:notice:completion -->\n/replan once more",
+    );
+    let payload = world.comment_created(number, comment);
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.fake.comments(number).len(), 1, "nothing posted");
+    assert!(world.fake.reactions().is_empty());
+    assert!(world.llm.requests().is_empty());
+    assert!(
+        world
+            .fake
+            .requests_to("GET", "/repos/octo/widgets/collaborators")
+            .is_empty(),
+        "no permission look-up for our own comment"
+    );
+}
+
+#[test]
+fn github_e2e_invalid_payload_exits_2_naming_the_file() {
+    let world = World::new("");
+    let payload = world.files.path().join("broken-event.json");
+    std::fs::write(&payload, "{\"action\": \"opened\", \"issue\": ").unwrap();
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("broken-event.json"), "{stderr}");
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    assert!(world.fake.requests().is_empty(), "nothing sent to GitHub");
+}
+
+#[test]
+fn github_e2e_missing_token_exits_2_and_says_which_variable() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let payload = world.issue_opened(number, "alice");
+    let mut env = world.env("issues", &payload);
+    env.remove("GITHUB_TOKEN");
+
+    let output = world.run(&env);
+
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GITHUB_TOKEN"));
+}
+
+#[test]
+fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.prepare_pull_request_branch(number);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    world.fake.push_fault(Fault::server_error(
+        "GET",
+        "/repos/octo/widgets/collaborators/",
+    ));
+    world.fake.push_fault(Fault::github_rate_limit(
+        "POST",
+        "/repos/octo/widgets/issues/",
+        now + 1,
+    ));
+    world.fake.push_fault(Fault::github_secondary_rate_limit(
+        "POST",
+        "/repos/octo/widgets/git/blobs",
+        1,
+    ));
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.fake.pending_faults(), 0, "every fault was met");
+    assert_eq!(world.outputs()["status"], "completed");
+    assert!(world.types(number).contains(&"run_finished".to_owned()));
+}
+
+#[test]
+fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.prepare_pull_request_branch(number);
+    let path = format!("planning_history/issues/{number}.jsonl");
+    // Another run on the same thread commits its line just before our first ref update.
+    let theirs = r#"{"v":1,"seq":1,"ts":"2024-05-01T12:00:00Z","run_id":"other-1","type":"answer","author":"bob","text":"from the other run","assumed":false}"#;
+    world.fake.advance_ref_before_next_update(
+        BRANCH,
+        &path,
+        ConcurrentChange::Append(format!("{theirs}\n")),
+    );
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let parsed = jsonl::parse(&world.history(number));
+    assert!(parsed.corrupt.is_empty());
+    assert!(
+        parsed.entries.iter().any(|e| e.run_id == "other-1"),
+        "the other run's line survived"
+    );
+    let ours: Vec<_> = parsed
+        .entries
+        .iter()
+        .filter(|e| e.run_id == "4242-1")
+        .collect();
+    assert!(ours.iter().any(|e| e.body.type_name() == "run_started"));
+    assert!(ours.iter().any(|e| e.body.type_name() == "run_finished"));
+    let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
+    let mut unique = seqs.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        seqs.len(),
+        "sequence numbers stay unique: {seqs:?}"
+    );
+}
+
+fn comment_by(world: &World, number: u64, author: &str, body: &str) -> PathBuf {
+    let id = world.fake.seed_comment(number, author, body);
+    world.comment_created(number, id)
+}
+
+fn checklist_of(world: &World, number: u64) -> String {
+    world
+        .fake
+        .comments(number)
+        .into_iter()
+        .find(|c| c.body.starts_with("<!-- replan:checklist -->"))
+        .map(|c| c.body)
+        .unwrap_or_default()
+}
+
+fn llm_saw(world: &World, needle: &str) -> bool {
+    world
+        .llm
+        .requests()
+        .iter()
+        .any(|r| r.texts().iter().any(|t| t.contains(needle)))
+}
+
+#[test]
+fn github_e2e_replan_command_with_a_reason_revises_the_plan_with_carry_over() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    let first = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+
+    for (round, body) in [
+        "/replan tasks the tests need their own subtask",
+        "/replan actions write the file in one go",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let payload = comment_by(&world, number, "alice", body);
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "round {round}: {}",
+            text(&output)
+        );
+        if std::env::var("E2E_DEBUG").is_ok() {
+            eprintln!("{}\n{}", text(&output), world.history(number));
+        }
+    }
+
+    let checklist = checklist_of(&world, number);
+    assert!(
+        checklist.contains("## 📋 Execution Plan (Revised #2)"),
+        "{checklist}"
+    );
+    assert!(
+        checklist.contains("write the file in one go"),
+        "the reason is shown: {checklist}"
+    );
+    assert!(
+        checklist.contains("**Previous Progress**: 2/2"),
+        "progress of the previous plan is carried over: {checklist}"
+    );
+    assert!(checklist.contains("<details>"), "{checklist}");
+    assert!(llm_saw(&world, "the tests need their own subtask"));
+    assert!(llm_saw(&world, "write the file in one go"));
+    let types = world.types(number);
+    assert_eq!(
+        types.iter().filter(|t| *t == "revision").count(),
+        2,
+        "{types:?}"
+    );
+    assert_eq!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .filter(|c| c.body.starts_with("<!-- replan:checklist -->"))
+            .count(),
+        1
+    );
+    let outputs = world.outputs();
+    assert_eq!(outputs["plan_version"], "3", "{outputs:?}");
+}
+
+const ASK_WHICH_FILE: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Now evaluate the whole plan" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 0.9, "reasoning": "which file?", "replan_type": "clarification_request",
+       "target_phase": "goal_understanding", "clarification_needed": true, "clarification_questions": ["Which file should hold the greeting?"],
+       "assumptions_to_make": ["hello.md"]}}
+"#;
+
+#[test]
+fn github_e2e_clarification_waits_for_the_answer_comment_and_resumes() {
+    let world = World::new(ASK_WHICH_FILE);
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a greeting", "Somewhere.", "alice");
+    world.prepare_pull_request_branch(number);
+
+    let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+
+    assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
+    assert_eq!(world.outputs()["status"], "waiting_for_answer");
+    let question = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .find(|c| c.body.contains("Which file should hold the greeting?"))
+        .expect("the question was posted");
+    assert!(ours(&question.body));
+    assert!(
+        question.body.contains("hello.md"),
+        "assumptions are shown: {}",
+        question.body
+    );
+    assert!(world.fake.pull_requests().is_empty());
+
+    let payload = comment_by(&world, number, "alice", "Put it in hello.md at the root.");
+    let answered = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(answered.status.code(), Some(0), "{}", text(&answered));
+    assert!(llm_saw(&world, "Put it in hello.md at the root."));
+    let types = world.types(number);
+    assert!(types.contains(&"question".to_owned()), "{types:?}");
+    assert!(types.contains(&"answer".to_owned()), "{types:?}");
+    let outputs = world.outputs();
+    assert_eq!(outputs["status"], "completed", "{outputs:?}");
+    assert_eq!(world.fake.pull_requests().len(), 1);
+}
+
+const UNSURE_REPLAN: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Now evaluate the whole plan" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 0.4, "reasoning": "the action order might be wrong", "replan_type": "partial_replan",
+       "target_phase": "action_sequence", "replan_level": 2, "issues_found": ["order"], "recommended_actions": ["reorder"],
+       "clarification_needed": false, "clarification_questions": []}}
+"#;
+
+#[test]
+fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
+    let world = World::new(UNSURE_REPLAN);
+    world.fake.add_collaborator("alice", "write");
+    world.fake.add_collaborator("maya", "maintain");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.prepare_pull_request_branch(number);
+
+    let first = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert_eq!(world.outputs()["status"], "waiting_for_approval");
+    assert!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .any(|c| ours(&c.body) && c.body.contains("/approve")),
+        "an approval request asks for /approve"
+    );
+
+    let payload = comment_by(&world, number, "maya", "/approve");
+    let approved = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    let outputs = world.outputs();
+    assert_eq!(outputs["status"], "completed", "{outputs:?}");
+    // The decision came on the draft, so the approved re-planning produced the first plan.
+    assert_eq!(outputs["plan_version"], "1", "{outputs:?}");
+    assert_eq!(outputs["tasks_done"], "2", "{outputs:?}");
+    let history = world.history(number);
+    assert!(
+        jsonl::parse(&history).entries.iter().any(|e| matches!(
+            &e.body,
+            EntryBody::ReplanDecision(d) if d.confidence == 0.4 && d.result == replan::history::entry::DecisionResult::Pending
+        )),
+        "the 0.4 decision waited"
+    );
+    assert!(
+        jsonl::parse(&history).entries.iter().any(|e| matches!(
+            &e.body,
+            EntryBody::Approval { decision: Some(_), author: Some(a), .. } if a == "maya"
+        )),
+        "the approval is recorded with its author"
+    );
+}
