@@ -173,6 +173,7 @@ mod history_and_plan {
                     trigger_key: "k".into(),
                     parse_error: None,
                     raw_reply: None,
+                    restart_phase: None,
                 })),
             ),
             entry(

@@ -95,6 +95,7 @@ fn decision(
         trigger_key: format!("{phase}:{}", kind.as_str()),
         parse_error: None,
         raw_reply: None,
+        restart_phase: None,
     }))
 }
 
