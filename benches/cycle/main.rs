@@ -100,10 +100,7 @@ fn cycles(quick: bool, template: &mut String) {
     let mut tokens20 = None;
     for (n, reps) in [(5usize, 7usize), (20, 7), (100, 3)] {
         let reps = if quick { 2 } else { reps };
-        let llm = ScriptedLlm::start(
-            scenario::cycle_scenario(n),
-            Some(scenario::execute_step()),
-        );
+        let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
         let mut world = World::new();
         let (mut wall, mut net, mut rss) = (Samples::default(), Samples::default(), 0i64);
         let (mut trips, mut forge_requests) = (0, 0);
@@ -151,7 +148,11 @@ fn cycles(quick: bool, template: &mut String) {
 }
 
 fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {
-    let done = result.outputs.get("tasks_done").cloned().unwrap_or_default();
+    let done = result
+        .outputs
+        .get("tasks_done")
+        .cloned()
+        .unwrap_or_default();
     let status = result.outputs.get("status").cloned().unwrap_or_default();
     if result.exit_code != 0 || status != "completed" || done != n.to_string() {
         panic!(
@@ -262,10 +263,7 @@ fn planning_modes() {
         kinds.push((format!("hello file, {label}"), t));
     }
     let n = 20;
-    let llm = ScriptedLlm::start(
-        scenario::cycle_scenario(n),
-        Some(scenario::execute_step()),
-    );
+    let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
     let mut world = World::new();
     let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
     let mut env = world.env(&llm, &payload);

@@ -110,7 +110,9 @@ pub fn measure(dir: &Path, template: &str, count: usize, reps: usize) -> ReplayR
         row.parse_ms.push(v["parse_ms"].as_f64().unwrap_or(0.0));
         row.replay_ms.push(v["replay_ms"].as_f64().unwrap_or(0.0));
         row.base_rss_kib = v["base_rss_kib"].as_u64().unwrap_or(0);
-        row.peak_rss_kib = row.peak_rss_kib.max(v["peak_rss_kib"].as_u64().unwrap_or(0));
+        row.peak_rss_kib = row
+            .peak_rss_kib
+            .max(v["peak_rss_kib"].as_u64().unwrap_or(0));
     }
     row
 }

@@ -87,12 +87,7 @@ pub struct CycleTokens {
 }
 
 pub fn analyse(prompts: &[Prompt]) -> CycleTokens {
-    let lcp = |a: &str, b: &str| {
-        a.bytes()
-            .zip(b.bytes())
-            .take_while(|(x, y)| x == y)
-            .count()
-    };
+    let lcp = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
     let mut cached = 0usize;
     for (i, p) in prompts.iter().enumerate() {
         let best = prompts[..i]

@@ -88,7 +88,10 @@ impl World {
             ("GITHUB_REPOSITORY", self.fake.repo()),
             ("GITHUB_RUN_ATTEMPT", "1".to_owned()),
             ("GITHUB_TOKEN", self.fake.token()),
-            ("GITHUB_WORKSPACE", self.checkout.path().display().to_string()),
+            (
+                "GITHUB_WORKSPACE",
+                self.checkout.path().display().to_string(),
+            ),
             ("GITHUB_OUTPUT", file("output.txt")),
             ("GITHUB_STEP_SUMMARY", file("summary.md")),
             ("REPLAN_LLM__PROVIDER", "openai".to_owned()),
@@ -108,7 +111,8 @@ impl World {
 
     /// Back to the initial commit, so every repetition writes the same new files.
     pub fn reset_workspace(&self) {
-        self.checkout.run_git(&["reset", "-q", "--hard", "origin/main"]);
+        self.checkout
+            .run_git(&["reset", "-q", "--hard", "origin/main"]);
         self.checkout.run_git(&["clean", "-q", "-fdx"]);
     }
 
