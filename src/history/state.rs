@@ -645,11 +645,19 @@ fn set_plan(
         replan_type,
         final_tasks: BTreeMap::new(),
     });
+    // Seed 000 §11.4.3: replans that keep progress keep the done tasks the new plan still has;
+    // the others start afresh. The engine also records the carried tasks as `task_state` entries
+    // in the same append, so the history says so explicitly.
+    let keep = crate::engine::replan::keeps_progress(replan_type);
+    let kept: BTreeMap<String, TaskStatus> = s
+        .tasks
+        .iter()
+        .filter(|(id, t)| keep && t.state == TaskState::Done && plan.subtask(id).is_some())
+        .map(|(id, t)| (id.clone(), t.clone()))
+        .collect();
     s.plan_version = version;
     s.plan = Some(plan);
-    // Task states start afresh; the engine carries progress over with `task_state` entries in
-    // the same append (seed 000 §11.4.3).
-    s.tasks.clear();
+    s.tasks = kept;
     s.continuations.clear();
     s.planning = None;
     s.final_review_done = false;

@@ -557,3 +557,43 @@ async fn low_confidence_without_user_confirmation_is_an_override() {
         }
     )));
 }
+
+#[tokio::test]
+async fn the_monitoring_decision_can_revise_the_finished_plan_keeping_progress() {
+    let mut thread = Thread::new();
+    let llm = FirstMatch::new(
+        r#"
+mode: matched
+steps:
+  - when: { purpose: "replan_decision.reflection", contains: "0 plan revisions" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 0.9, "reasoning": "ADD-A-CHECK a success criterion is not verified",
+       "replan_type": "plan_revision", "target_phase": "task_decomposition", "evaluation_result": "partial_success", "achievement_rate": 80,
+       "issues_identified": ["notes not checked"], "additional_actions": ["check the notes"], "revision_scope": "minor"}}
+  - when: { purpose: "planning", contains: "ADD-A-CHECK" }
+    reply: |
+      {"phase": "planning",
+       "goal_understanding": {"main_objective": "Write two notes", "success_criteria": ["both notes written"], "constraints": []},
+       "task_decomposition": {"reasoning": "one note per task, then a check", "subtasks": [
+          {"id": "task_1", "description": "Write the first note", "dependencies": [], "estimated_complexity": "low", "required_tools": ["note"]},
+          {"id": "task_2", "description": "Write the second note", "dependencies": ["task_1"], "estimated_complexity": "low", "required_tools": ["note"]},
+          {"id": "task_3", "description": "Check the notes", "dependencies": ["task_2"], "estimated_complexity": "low", "required_tools": ["note"]}]},
+       "action_plan": {"execution_order": ["task_1", "task_2", "task_3"], "actions": []}}
+"#,
+    );
+    let out = thread.run(llm.clone(), start()).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        (out.plan_version, out.tasks_done, out.tasks_total),
+        (2, 3, 3)
+    );
+    assert_eq!(revision_types(&thread), [ReplanType::PlanRevision]);
+    // Progress kept: only the new task ran in plan v2.
+    assert_eq!(llm.count("execute.task_1"), 2, "two turns of one attempt");
+    assert_eq!(llm.count("execute.task_3"), 2);
+    assert_eq!(
+        llm.count("replan_decision.reflection"),
+        2,
+        "the revised plan is reviewed again"
+    );
+}
