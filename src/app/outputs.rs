@@ -51,12 +51,10 @@ pub fn write(
             tracing::warn!("could not write the step outputs to {path}: {e}");
         }
     }
-    if let (Some(path), Some((state, status, ctx))) = (
-        env.get("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()),
-        summary,
-    ) {
-        if let Err(e) = actions::summary::append(Path::new(path), &job_summary(state, status, ctx))
-        {
+    let summary_path = env.get("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty());
+    if let (Some(path), Some((state, status, ctx))) = (summary_path, summary) {
+        let written = actions::summary::append(Path::new(path), &job_summary(state, status, ctx));
+        if let Err(e) = written {
             tracing::warn!("could not write the job summary to {path}: {e}");
         }
     }

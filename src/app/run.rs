@@ -105,12 +105,10 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
     } else if opts.issue.is_some() {
         local_run(ctx, &opts).await
     } else if env.get("GITLAB_CI").is_some_and(|v| v == "true") {
-        Err(CliError::usage(
-            "running under GitLab CI, but the GitLab trigger is not connected to `replan run` in this build; pass --issue N for a local run",
-        ))
+        gitlab(ctx).await
     } else {
         Err(CliError::usage(
-            "no trigger: inside GitHub Actions set GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (the runner does); for a local run pass --issue N [--title T --body B]",
+            "no trigger: inside GitHub Actions set GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (the runner does), in GitLab CI the job sets GITLAB_CI; for a local run pass --issue N [--title T --body B]",
         ))
     }
 }
@@ -143,10 +141,14 @@ fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
     }
 }
 
-fn gate_policy(config: &Config) -> GatePolicy {
+fn gate_policy(config: &Config, kind: ForgeKind) -> GatePolicy {
+    let forge = match kind {
+        ForgeKind::GitLab => &config.gitlab,
+        _ => &config.github,
+    };
     GatePolicy {
-        allowed_users: config.github.allowed_users.clone(),
-        allowed_bots: config.github.allowed_bots.clone(),
+        allowed_users: forge.allowed_users.clone(),
+        allowed_bots: forge.allowed_bots.clone(),
         github_min_permission: Permission::from_github(&config.github.min_permission),
         gitlab_min_access_level: config.gitlab.min_access_level,
     }
@@ -159,7 +161,7 @@ fn redact_fn() -> crate::report::forge_reporter::Redact {
 
 // ----- GitHub Actions
 
-async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
+async fn github(ctx: Ctx) -> Result<Exit, CliError> {
     let event = ctx
         .env
         .get("GITHUB_EVENT_NAME")
@@ -196,8 +198,80 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
         Arc::new(GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?);
     let run_url = github_run_url(&ctx.env, &trigger.repo);
     let github = Arc::new(GitHubForge::new(client.clone()).with_run_url(run_url.clone()));
-    let forge: Arc<dyn Forge> = github.clone();
+    // The comment as it is now, so an edit made since the event is seen by the gate.
+    let fetched = match trigger
+        .comment
+        .as_ref()
+        .filter(|_| !is_review_comment(&trigger))
+    {
+        Some(comment) => match github.comment(&comment.id).await {
+            Ok(current) => Some(current),
+            Err(e) => {
+                tracing::warn!("could not fetch the comment again ({e}); using the event's copy");
+                None
+            }
+        },
+        None => None,
+    };
+    let backend = move |config: &Config| -> Arc<dyn HistoryBackend> {
+        Arc::new(GitHubHistory::new(
+            client,
+            &config.history.branch,
+            &config.history.directory,
+        ))
+    };
+    ci_run(ctx, trigger, github, backend, run_url, fetched).await
+}
 
+// ----- GitLab CI
+
+async fn gitlab(ctx: Ctx) -> Result<Exit, CliError> {
+    use crate::forge::gitlab;
+    let rules = start_rules(&ctx.config, ForgeKind::GitLab);
+    let vars: std::collections::HashMap<String, String> = ctx
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let outcome =
+        crate::trigger::from_gitlab(&vars, &rules).map_err(|e| CliError::usage(e.to_string()))?;
+    let mut trigger = match outcome {
+        EventOutcome::Run(trigger) => *trigger,
+        EventOutcome::Ignored { reason } => {
+            tracing::info!("nothing to do: {reason}");
+            return Ok(Exit::Ok);
+        }
+    };
+    let connection = gitlab::connect(&trigger, &ctx.config, &ctx.env)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    gitlab::resolve_note(connection.forge.as_ref(), &mut trigger, &rules)
+        .await
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    let history = connection.history.clone();
+    let backend = move |_: &Config| history;
+    ci_run(
+        ctx,
+        trigger,
+        connection.forge,
+        backend,
+        connection.run_url,
+        None,
+    )
+    .await
+}
+
+// ----- the CI path shared by the forges
+
+/// Gate → config for the actor → 👀 → the cycle (or the sweep) → outputs.
+async fn ci_run(
+    mut ctx: Ctx,
+    trigger: Trigger,
+    forge: Arc<dyn Forge>,
+    backend: impl FnOnce(&Config) -> Arc<dyn HistoryBackend>,
+    run_url: Option<String>,
+    fetched: Option<crate::forge::Comment>,
+) -> Result<Exit, CliError> {
     ctx.workflow.group("Replan: trigger and gate");
     tracing::info!(
         event = %trigger.event,
@@ -205,7 +279,7 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
         thread = ?trigger.thread.map(|t| t.to_string()),
         "trigger"
     );
-    let gate = gate(&ctx, &trigger, &github).await;
+    let gate = gate(&ctx, &trigger, forge.as_ref(), fetched.as_ref()).await;
     ctx.workflow.end_group();
     if let GateDecision::Refuse { reason, reply } = gate {
         tracing::info!("not acting on this trigger: {reason}");
@@ -230,11 +304,7 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
     redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
     ctx.workflow.mask(&redactor.current());
 
-    let backend: Arc<dyn HistoryBackend> = Arc::new(GitHubHistory::new(
-        client,
-        &ctx.config.history.branch,
-        &ctx.config.history.directory,
-    ));
+    let backend = backend(&ctx.config);
     let reporters = |thread: ThreadRef| -> Arc<dyn Reporter> {
         Arc::new(ForgeReporter::new(
             forge.clone(),
@@ -256,11 +326,13 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
             trigger.event
         )));
     };
-    let react = forge.react(
-        &thread,
-        trigger.comment.as_ref().map(|c| c.id.as_str()),
-        Reaction::Eyes,
-    );
+    // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
+    let react_to = trigger
+        .comment
+        .as_ref()
+        .filter(|_| !is_review_comment(&trigger))
+        .map(|c| c.id.as_str());
+    let react = forge.react(&thread, react_to, Reaction::Eyes);
     if let Err(e) = react.await {
         tracing::warn!("could not add the 👀 reaction: {e}");
     }
@@ -276,6 +348,10 @@ async fn github(mut ctx: Ctx) -> Result<Exit, CliError> {
     finish(&ctx, result)
 }
 
+fn is_review_comment(trigger: &Trigger) -> bool {
+    trigger.event.starts_with("pull_request_review_comment")
+}
+
 fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> {
     let id = env.get("GITHUB_RUN_ID").filter(|v| !v.is_empty())?;
     let server = env
@@ -288,22 +364,16 @@ fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> 
     ))
 }
 
-/// Fail closed: a failed permission look-up refuses. The comment is fetched again so an edit
-/// made after the event is seen.
-async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &GitHubForge) -> GateDecision {
-    let policy = gate_policy(&ctx.config);
-    let fetched = match &trigger.comment {
-        Some(comment) => match forge.comment(&comment.id).await {
-            Ok(current) => Some(current),
-            Err(e) => {
-                tracing::warn!("could not fetch the comment again ({e}); using the event's copy");
-                None
-            }
-        },
-        None => None,
-    };
+/// Fail closed: a failed permission look-up refuses. `fetched` is the comment as fetched again
+/// at run start (so an edit made since the event is seen), when the forge could.
+async fn gate(
+    ctx: &Ctx,
+    trigger: &Trigger,
+    forge: &dyn Forge,
+    fetched: Option<&crate::forge::Comment>,
+) -> GateDecision {
+    let policy = gate_policy(&ctx.config, trigger.forge);
     let body = fetched
-        .as_ref()
         .map(|c| c.body.as_str())
         .or(trigger.comment.as_ref().map(|c| c.body.as_str()))
         .unwrap_or_default();
@@ -316,7 +386,7 @@ async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &GitHubForge) -> GateDecision
         Permission::Unknown("not looked up (bot, own comment or schedule)".into())
     };
     let mut input = GateInput::for_trigger(trigger, permission, &policy, ctx.started_at);
-    if let Some(current) = &fetched {
+    if let Some(current) = fetched {
         input.comment = Some(GateComment {
             body: &current.body,
             updated_at: Some(current.updated_at),
@@ -409,6 +479,22 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         None => String::new(),
     };
     let thread = ThreadRef::issue(number);
+    let title = opts.title.clone().unwrap_or_default();
+    match local.thread_file(&thread).await {
+        Ok(_) => {}
+        Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
+            local
+                .create_thread(thread, &title, &body, local.local_user())
+                .await
+                .map_err(|e| CliError::failure(e.to_string()))?;
+        }
+        Err(crate::forge::ForgeError::NotFound { what }) => {
+            return Err(CliError::usage(format!(
+                "there is no {what} yet: pass --title and --body to create issue #{number} for a local run"
+            )));
+        }
+        Err(e) => return Err(CliError::usage(e.to_string())),
+    }
     let trigger = Trigger {
         forge: ForgeKind::Local,
         repo: String::new(),
@@ -418,10 +504,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
             id: None,
             is_bot: false,
         },
-        request: Request::Start {
-            title: opts.title.clone().unwrap_or_default(),
-            body,
-        },
+        request: Request::Start { title, body },
         comment: None,
         event: "local.run".into(),
         project_id: None,

@@ -2,6 +2,13 @@
 //! of the built binary are in `github/e2e.rs`.
 
 mod e2e;
+mod gitlab_run;
+mod local_run;
+
+/// Shared by the runs of the binary.
+mod e2e_support {
+    pub use super::e2e::scenario;
+}
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -228,6 +228,7 @@ mod tests {
                 DecisionResult::Skipped
             },
             duration_ms: 1,
+            restart_phase: None,
             trigger: None,
             trigger_key: key.into(),
             parse_error: None,

@@ -271,8 +271,9 @@ impl GitHubHistory {
         edit: &Edit<'_>,
     ) -> Result<AppendOutcome, HistoryError> {
         let path = thread.history_path(&self.directory);
-        let mut conflicts = 0;
         for attempt in 0..self.max_attempts {
+            // Every attempt before this one met a moved branch.
+            let conflicts = attempt;
             if attempt > 0 {
                 let base = self.conflict_delay.as_millis() as u64 * u64::from(attempt);
                 tokio::time::sleep(Duration::from_millis(base + fastrand::u64(0..=base))).await;
@@ -298,7 +299,6 @@ impl GitHubHistory {
                     first_seq,
                 });
             }
-            conflicts += 1;
         }
         Err(HistoryError::ConflictRetriesExhausted {
             path,

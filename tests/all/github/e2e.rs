@@ -22,7 +22,7 @@ const BRANCH: &str = "replan-history";
 
 /// The base replies, each repeated so a whole cycle (and a few replans) has enough, after the
 /// test's own steps (used first, once each).
-fn scenario(overrides: &str) -> Scenario {
+pub fn scenario(overrides: &str) -> Scenario {
     let base = Scenario::from_yaml(BASE_SCENARIO).expect("base scenario");
     let mut steps = Vec::new();
     if !overrides.trim().is_empty() {
@@ -685,4 +685,122 @@ fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
         )),
         "the approval is recorded with its author"
     );
+}
+
+#[test]
+fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
+    let world = World::new(ASK_WHICH_FILE);
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a greeting", "Somewhere.", "alice");
+    world.prepare_pull_request_branch(number);
+    let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
+    assert_eq!(world.outputs()["status"], "waiting_for_answer");
+    let schedule = world.files.path().join("schedule.json");
+    std::fs::write(&schedule, r#"{"schedule": "*/30 * * * *"}"#).unwrap();
+
+    // Not yet timed out: the sweep leaves the thread waiting.
+    let early = world.run(&world.env("schedule", &schedule));
+    assert_eq!(early.status.code(), Some(0), "{}", text(&early));
+    assert!(!world.types(number).contains(&"answer".to_owned()));
+
+    // An hour passes (the history is backdated); the timeout is one minute.
+    let path = format!("planning_history/issues/{number}.jsonl");
+    let old = regex::Regex::new(r#""ts":"[^"]+""#)
+        .unwrap()
+        .replace_all(&world.history(number), r#""ts":"2024-05-01T11:00:00Z""#)
+        .into_owned();
+    world.fake.commit_file(BRANCH, &path, &old);
+    let mut env = world.env("schedule", &schedule);
+    env.insert(
+        "REPLAN_PLANNING__REPLANNING__GOAL_UNDERSTANDING__AUTO_ASSUME_TIMEOUT_MINUTES".into(),
+        "1".into(),
+    );
+    let swept = world.run(&env);
+
+    assert_eq!(swept.status.code(), Some(0), "{}", text(&swept));
+    let parsed = jsonl::parse(&world.history(number));
+    assert!(
+        parsed
+            .entries
+            .iter()
+            .any(|e| matches!(&e.body, EntryBody::Answer { assumed: true, .. })),
+        "the sweep answered with the assumptions"
+    );
+    assert_eq!(world.outputs()["status"], "completed");
+}
+
+#[test]
+fn github_e2e_comment_edited_after_the_run_started_is_not_trusted() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let comment = world.fake.seed_comment(number, "alice", "/status");
+    let payload = world.comment_created(number, comment);
+    // The author edits the comment after the job started: its edit time is in the future of
+    // the run's start (the fake's clock is moved a day past the wall clock).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    world.fake.advance_clock(now - world.fake.now() + 86_400);
+    world
+        .fake
+        .edit_comment(comment, "/replan goal do something else entirely");
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let replies: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR)
+        .collect();
+    assert_eq!(replies.len(), 1);
+    assert!(
+        replies[0].body.contains("edited after I started"),
+        "{}",
+        replies[0].body
+    );
+    assert!(world.llm.requests().is_empty());
+    assert!(world.fake.ref_sha(BRANCH).is_none());
+}
+
+const LLM_DOWN: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Produce the planning phases" }
+    fault: { kind: status, status: 500, times: 50 }
+    reply: "never"
+"#;
+
+#[test]
+fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation() {
+    let world = World::new(LLM_DOWN);
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("::error title=Replan::"), "{stdout}");
+    assert!(
+        world
+            .fake
+            .comments(number)
+            .iter()
+            .any(|c| ours(&c.body) && c.body.contains("500")),
+        "a failure notice tells the thread: {:#?}",
+        world.fake.comments(number)
+    );
+    assert_eq!(world.outputs()["status"], "failed");
+    let types = world.types(number);
+    assert!(types.contains(&"run_started".to_owned()), "{types:?}");
 }

@@ -1,0 +1,101 @@
+//! `replan run --issue N` outside CI: the same orchestration over the local forge and history.
+
+use assert_cmd::Command;
+use replan::history::jsonl;
+use tempfile::TempDir;
+
+use super::e2e_support::scenario;
+use crate::support::TestRepo;
+use crate::support::git::isolated_git_env;
+use crate::support::llm_server::LlmServer;
+
+#[test]
+fn local_run_plans_executes_and_writes_the_history_file() {
+    let llm = LlmServer::start(scenario(""));
+    let origin = TestRepo::bare();
+    let checkout = TestRepo::clone_from(&origin);
+    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
+    checkout.write("README.md", "# widgets\n");
+    checkout.commit_all("init");
+    checkout.run_git(&["push", "-q", "origin", "main"]);
+    let state = TempDir::new().unwrap();
+
+    let mut command = Command::cargo_bin("replan").unwrap();
+    command.env_clear();
+    for key in ["PATH", "HOME", "TMPDIR"] {
+        if let Ok(value) = std::env::var(key) {
+            command.env(key, value);
+        }
+    }
+    let output = command
+        .envs(isolated_git_env())
+        .env("USER", "dev")
+        .env("REPLAN_LLM__PROVIDER", "openai")
+        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
+        .env("REPLAN_LLM__MODEL", "gpt-test")
+        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
+        .args([
+            "run",
+            "--issue",
+            "7",
+            "--title",
+            "Add a hello file",
+            "--body",
+            "Please.",
+        ])
+        .arg("--workspace")
+        .arg(checkout.path())
+        .arg("--local-dir")
+        .arg(state.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let history =
+        std::fs::read_to_string(state.path().join("planning_history/issues/7.jsonl")).unwrap();
+    let parsed = jsonl::parse(&history);
+    assert!(parsed.corrupt.is_empty());
+    assert!(
+        parsed
+            .entries
+            .iter()
+            .all(|e| e.run_id.starts_with("local-"))
+    );
+    let types: Vec<&str> = parsed.entries.iter().map(|e| e.body.type_name()).collect();
+    assert!(
+        types.contains(&"plan") && types.contains(&"run_finished"),
+        "{types:?}"
+    );
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("::group::"),
+        "no workflow commands outside Actions"
+    );
+}
+
+#[test]
+fn local_run_without_a_thread_or_title_is_a_usage_error() {
+    let checkout = TestRepo::new();
+    let state = TempDir::new().unwrap();
+    let output = Command::cargo_bin("replan")
+        .unwrap()
+        .env_remove("GITHUB_EVENT_NAME")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITLAB_CI")
+        .args(["run", "--issue", "3"])
+        .arg("--workspace")
+        .arg(checkout.path())
+        .arg("--local-dir")
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--title"));
+}
