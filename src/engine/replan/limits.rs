@@ -233,7 +233,6 @@ mod tests {
             trigger_key: key.into(),
             parse_error: None,
             raw_reply: None,
-            restart_phase: None,
         }
     }
 
