@@ -1,0 +1,352 @@
+//! `cargo bench --bench cycle`: what a Replan cycle costs besides the model (issue 9).
+//!
+//! Runs the release `replan` binary as GitHub Actions would, against the fake GitHub on loopback
+//! and a zero-latency scripted LLM, and measures the library's history replay and checklist
+//! render. Prints the tables of BENCHMARKS.md (markdown) on stdout. Not part of `.ci/run`.
+
+#[path = "../../tests/all/support/mod.rs"]
+mod support;
+
+mod checklist;
+mod demo;
+mod llm;
+mod replay;
+mod scenario;
+mod startup;
+mod stats;
+mod tokens;
+mod world;
+
+use std::path::Path;
+use std::time::Instant;
+
+use replan::config::PlanningMode;
+use replan::llm::scenario::{Scenario, ScenarioMode};
+
+use llm::ScriptedLlm;
+use stats::Samples;
+use tokens::{CycleTokens, analyse, from_wire};
+use world::World;
+
+const E2E_SCENARIO: &str = include_str!("../../tests/scenarios/github_e2e_base.yaml");
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == replay::CHILD_FLAG) {
+        replay::child(Path::new(&args[i + 1]));
+        return;
+    }
+    if !args.iter().any(|a| a == "--bench") {
+        // `cargo test --benches` runs bench targets without `--bench`: nothing to do there.
+        println!("run it with `cargo bench --bench cycle`");
+        return;
+    }
+    let quick = std::env::var("REPLAN_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let started = Instant::now();
+    machine();
+
+    let mut template = String::new();
+    cycles(quick, &mut template);
+    planning_modes();
+    replays(quick, &template);
+    checklist_render();
+    start_up(quick);
+    eprintln!("bench finished in {:.1} s", started.elapsed().as_secs_f64());
+}
+
+fn sh(command: &str) -> String {
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn machine() {
+    println!("## Machine\n");
+    println!("| | |\n| --- | --- |");
+    println!("| date | {} |", sh("date -u +%Y-%m-%dT%H:%MZ"));
+    println!(
+        "| CPU | {} |",
+        sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2")
+    );
+    println!("| nproc | {} |", sh("nproc"));
+    println!(
+        "| memory | {} |",
+        sh("grep MemTotal /proc/meminfo | awk '{printf \"%.1f GiB\", $2/1048576}'")
+    );
+    println!("| kernel | {} |", sh("uname -sr"));
+    println!("| rustc | {} |", sh("rustc --version"));
+    println!("| binary | `{}` (bench profile = release) |", world::REPLAN);
+    println!();
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Whole `replan run` cycles for 5, 20 and 100 subtasks.
+fn cycles(quick: bool, template: &mut String) {
+    println!("## Whole cycle (`replan run` on an `issues.opened` event)\n");
+    println!(
+        "Wall = spawn to exit of the release binary; \"minus LLM\" subtracts the time the scripted \
+         server spent answering (its handler, not the loopback round trip). Median (min) of the \
+         repetitions.\n"
+    );
+    println!(
+        "| subtasks | reps | LLM round trips | forge requests | wall ms | wall minus LLM ms | peak RSS MiB |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut tokens20 = None;
+    for (n, reps) in [(5usize, 7usize), (20, 7), (100, 3)] {
+        let reps = if quick { 2 } else { reps };
+        let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
+        let mut world = World::new();
+        let (mut wall, mut net, mut rss) = (Samples::default(), Samples::default(), 0i64);
+        let (mut trips, mut forge_requests) = (0, 0);
+        for rep in 0..reps {
+            let (number, payload) = world.new_issue("Write the notes", "One notes file per step.");
+            let env = world.env(&llm, &payload);
+            world.fake.clear_requests();
+            world.reset_workspace();
+            let result = world.run(&env);
+            let (requests, unmatched, handler) = llm.take();
+            check_completed(&result, n, &unmatched);
+            assert!(
+                rep == 0 || requests.len() == trips,
+                "every repetition makes the same LLM requests ({} then {})",
+                trips,
+                requests.len()
+            );
+            wall.push(ms(result.wall));
+            net.push(ms(result.wall) - ms(handler));
+            rss = rss.max(result.max_rss_kib);
+            trips = requests.len();
+            forge_requests = world.fake.requests().len();
+            if rep == 0 && n == 20 {
+                *template = world.history(number);
+                tokens20 = Some(analyse(&from_wire(&requests)));
+            }
+        }
+        println!(
+            "| {n} | {reps} | {trips} | {forge_requests} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} |",
+            wall.median(),
+            wall.min(),
+            net.median(),
+            net.min(),
+            rss as f64 / 1024.0
+        );
+    }
+    println!();
+    if let Some(t) = tokens20 {
+        println!("Tokens of the 20-subtask cycle (single-call planning):\n");
+        token_table_header();
+        token_row("synthetic, 20 subtasks", "single call", &t);
+        println!();
+        by_kind("20 subtasks", &t);
+    }
+}
+
+fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {
+    let done = result
+        .outputs
+        .get("tasks_done")
+        .cloned()
+        .unwrap_or_default();
+    let status = result.outputs.get("status").cloned().unwrap_or_default();
+    if result.exit_code != 0 || status != "completed" || done != n.to_string() {
+        panic!(
+            "the {n}-subtask cycle did not complete: exit {}, status `{status}`, tasks_done `{done}`\n\
+             unmatched prompts: {}\n--- stderr\n{}",
+            result.exit_code,
+            unmatched.len(),
+            result.stderr
+        );
+    }
+}
+
+fn token_table_header() {
+    println!(
+        "| scenario | planning mode | round trips | to a validated plan | prompt tokens | completion tokens | planning prompt tokens | reflection prompt tokens | cacheable prefix share | prefix common to all |"
+    );
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+}
+
+fn list(v: &[usize]) -> String {
+    if v.is_empty() {
+        return "–".into();
+    }
+    let max = v.iter().max().copied().unwrap_or(0);
+    let min = v.iter().min().copied().unwrap_or(0);
+    if v.len() == 1 || min == max {
+        format!("{max}")
+    } else {
+        format!("{min}–{max} ({} calls)", v.len())
+    }
+}
+
+fn token_row(name: &str, mode: &str, t: &CycleTokens) {
+    println!(
+        "| {name} | {mode} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % |",
+        t.round_trips,
+        t.to_validated_plan,
+        t.prompt_tokens,
+        t.completion_tokens,
+        list(&t.planning_prompt_tokens),
+        list(&t.reflection_prompt_tokens),
+        t.cacheable_share * 100.0,
+        t.common_prefix_share * 100.0
+    );
+}
+
+fn by_kind(name: &str, t: &CycleTokens) {
+    let parts: Vec<String> = t
+        .by_kind
+        .iter()
+        .map(|(k, calls, tokens)| format!("{k} {calls}× / {tokens} tok"))
+        .collect();
+    println!("Requests by kind ({name}): {}\n", parts.join(", "));
+}
+
+/// Round trips and tokens of the bundled scenarios in both planning modes.
+fn planning_modes() {
+    println!("## LLM round trips and tokens per cycle\n");
+    println!(
+        "Tokens are estimated at 4 characters a token (the scripted model reports no real usage) \
+         and include the tool and response-schema definitions sent with each request. \
+         \"Cacheable prefix share\": for each request, the longest prefix of its system prompt + \
+         messages that an earlier request of the same cycle already sent, summed over the cycle \
+         and divided by all prompt text. \"Common to all\": the prefix every request of the cycle \
+         shares, over the mean prompt.\n"
+    );
+    token_table_header();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut kinds = Vec::new();
+    let mut anatomy = Vec::new();
+    for (mode, label) in [
+        (PlanningMode::SingleCall, "single call"),
+        (PlanningMode::PerPhase, "per phase"),
+    ] {
+        let (prompts, status) = runtime.block_on(demo::run(mode));
+        assert_eq!(
+            status,
+            replan::history::entry::RunStatus::Completed,
+            "the demo cycle completes"
+        );
+        let t = analyse(&prompts);
+        token_row("sample issue (`replan demo`, in-process)", label, &t);
+        for kind in ["planning", "reflection"] {
+            if let Some(line) = tokens::anatomy(&prompts, kind) {
+                anatomy.push(format!("sample issue, {label}, {line}"));
+            }
+        }
+        kinds.push((format!("sample issue, {label}"), t));
+    }
+    let mut e2e = Scenario::from_yaml(E2E_SCENARIO).expect("e2e scenario");
+    e2e.mode = ScenarioMode::Matched;
+    for (mode, label) in [("single_call", "single call"), ("per_phase", "per phase")] {
+        let llm = ScriptedLlm::start(e2e.clone(), None);
+        let mut world = World::new();
+        let (number, payload) = world.new_issue("Add a hello file", "Please add hello.md.");
+        world.prepare_pull_request_branch(number);
+        let mut env = world.env(&llm, &payload);
+        env.insert("REPLAN_PLANNING__MODE".into(), mode.into());
+        let result = world.run(&env);
+        let (requests, unmatched, _) = llm.take();
+        check_completed(&result, 2, &unmatched);
+        let t = analyse(&from_wire(&requests));
+        token_row("hello file (GitHub e2e, wire)", label, &t);
+        kinds.push((format!("hello file, {label}"), t));
+    }
+    let n = 20;
+    let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
+    let mut world = World::new();
+    let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
+    let mut env = world.env(&llm, &payload);
+    env.insert("REPLAN_PLANNING__MODE".into(), "per_phase".into());
+    let result = world.run(&env);
+    let (requests, unmatched, _) = llm.take();
+    check_completed(&result, n, &unmatched);
+    let prompts = from_wire(&requests);
+    let t = analyse(&prompts);
+    token_row("synthetic, 20 subtasks (wire)", "per phase", &t);
+    if let Some(line) = tokens::anatomy(&prompts, "reflection") {
+        anatomy.push(format!("synthetic 20 subtasks, {line}"));
+    }
+    println!();
+    for line in &anatomy {
+        println!("- {line}");
+    }
+    println!();
+    for (name, t) in &kinds {
+        by_kind(name, t);
+    }
+}
+
+fn replays(quick: bool, template: &str) {
+    println!("## History replay (read + parse + replay, one child process per size)\n");
+    println!(
+        "The history of the 20-subtask cycle ({} entries) repeated as successive runs on one \
+         thread. Peak RSS is the child's VmHWM (its baseline before reading: the bench binary \
+         itself). Median (min) of 3 children.\n",
+        replan::history::jsonl::parse(template).entries.len()
+    );
+    println!(
+        "| entries | file MB | total ms | parse ms | replay ms | µs/entry | peak RSS MiB | over baseline MiB |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    for count in [1_000usize, 10_000, 100_000] {
+        let row = replay::measure(dir.path(), template, count, if quick { 1 } else { 3 });
+        println!(
+            "| {} | {:.1} | {:.1} ({:.1}) | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} |",
+            row.entries,
+            row.megabytes,
+            row.total_ms.median(),
+            row.total_ms.min(),
+            row.parse_ms.median(),
+            row.replay_ms.median(),
+            row.total_ms.median() * 1e3 / count as f64,
+            row.peak_rss_kib as f64 / 1024.0,
+            (row.peak_rss_kib.saturating_sub(row.base_rss_kib)) as f64 / 1024.0
+        );
+    }
+    println!();
+}
+
+fn checklist_render() {
+    println!("## Checklist render\n");
+    let row = checklist::measure(100, 10, 300);
+    println!("| subtasks | revisions | body KB | iterations | median µs | min µs | max µs |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| 100 | {} | {:.1} | {} | {:.0} | {:.0} | {:.0} |",
+        row.revision_count,
+        row.bytes as f64 / 1e3,
+        row.micros.len(),
+        row.micros.median(),
+        row.micros.min(),
+        row.micros.max()
+    );
+    println!();
+}
+
+fn start_up(quick: bool) {
+    println!("## Start-up (spawn → first LLM request, local run)\n");
+    let llm = ScriptedLlm::start(scenario::cycle_scenario(5), Some(scenario::execute_step()));
+    let samples = startup::measure(&llm, if quick { 5 } else { 25 });
+    println!("| runs | median ms | min ms | max ms |");
+    println!("| ---: | ---: | ---: | ---: |");
+    println!(
+        "| {} | {:.1} | {:.1} | {:.1} |",
+        samples.len(),
+        samples.median(),
+        samples.min(),
+        samples.max()
+    );
+    println!();
+}

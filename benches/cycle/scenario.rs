@@ -1,0 +1,110 @@
+//! The scripted model for a cycle whose plan has N subtasks, each writing one file.
+//!
+//! The steps follow the phrases of `tests/scenarios/github_e2e_base.yaml` (the prompts under
+//! `prompts/`); the order matters because later prompts quote earlier ones.
+
+use std::sync::Arc;
+
+use replan::llm::scenario::{Scenario, ScenarioMode, ScriptedToolCall, Step, When};
+use serde_json::{Value, json};
+
+use crate::llm::Dynamic;
+
+/// The planning reply: a chain task_1 → … → task_n, one `write_file` action each.
+pub fn plan_json(n: usize) -> Value {
+    let subtasks: Vec<Value> = (1..=n)
+        .map(|i| {
+            let deps: Vec<String> = if i > 1 {
+                vec![format!("task_{}", i - 1)]
+            } else {
+                vec![]
+            };
+            json!({"id": format!("task_{i}"),
+                   "description": format!("Write notes/task_{i}.md with the findings of step {i}"),
+                   "dependencies": deps, "estimated_complexity": "low",
+                   "required_tools": ["write_file"]})
+        })
+        .collect();
+    let actions: Vec<Value> = (1..=n)
+        .map(|i| {
+            json!({"task_id": format!("task_{i}"), "action_type": "tool_call",
+                   "tool": "write_file", "purpose": format!("write notes/task_{i}.md"),
+                   "expected_outcome": "file written"})
+        })
+        .collect();
+    let order: Vec<String> = (1..=n).map(|i| format!("task_{i}")).collect();
+    json!({
+        "phase": "planning",
+        "goal_understanding": {"main_objective": "Write the notes, one file per step",
+            "success_criteria": ["every notes file exists"], "constraints": []},
+        "task_decomposition": {"reasoning": "one file per step, in order", "subtasks": subtasks},
+        "action_plan": {"execution_order": order, "actions": actions},
+        "self_check": {"goal_understanding": {"ok": true, "notes": "clear"},
+            "task_decomposition": {"ok": true, "notes": "ids unique"},
+            "action_plan": {"ok": true, "notes": "tools exist"}},
+        "comment": "Plan completed. Starting execution."
+    })
+}
+
+fn step(contains: &str, reply: String) -> Step {
+    Step {
+        when: Some(When {
+            purpose: None,
+            contains: Some(contains.to_owned()),
+        }),
+        reply: Some(reply),
+        ..Step::default()
+    }
+}
+
+pub fn cycle_scenario(n: usize) -> Scenario {
+    let plan = plan_json(n).to_string();
+    let steps = vec![
+        step("Produce the planning phases", plan.clone()),
+        step("Perform the planning phase", plan),
+        step(
+            "strict reviewer of execution plans",
+            r#"{"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}"#.into(),
+        ),
+        step(
+            "Judge whether subtask",
+            r#"{"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []}"#.into(),
+        ),
+        step(
+            "Reflect on the execution so far",
+            r#"{"phase": "reflection", "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}"#.into(),
+        ),
+        step(
+            "The plan has finished",
+            format!(
+                r#"{{"phase": "completion", "summary": {{"goal_achieved": true, "tasks_completed": {n}, "tasks_failed": 0, "key_outcomes": ["notes written"]}}, "done": true, "comment": "All tasks completed"}}"#
+            ),
+        ),
+        step(
+            "\"replan_decision\"",
+            r#"{"replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}}"#.into(),
+        ),
+        step("created `notes/", "Wrote the file.".into()),
+    ];
+    Scenario {
+        mode: ScenarioMode::Matched,
+        steps,
+    }
+}
+
+/// "Execute subtask `task_k`" → a `write_file` call for that subtask's file.
+pub fn execute_step() -> Dynamic {
+    Arc::new(|texts: &[String]| {
+        const MARK: &str = "Execute subtask `";
+        let text = texts.iter().find(|t| t.contains(MARK))?;
+        let rest = &text[text.find(MARK)? + MARK.len()..];
+        let id = &rest[..rest.find('`')?];
+        Some(Step {
+            tool_calls: vec![ScriptedToolCall {
+                name: "write_file".into(),
+                arguments: json!({"path": format!("notes/{id}.md"), "content": format!("# {id}\n\ndone\n")}),
+            }],
+            ..Step::default()
+        })
+    })
+}
