@@ -22,12 +22,17 @@ pub fn tls_config() -> Result<rustls::ClientConfig, String> {
     Ok(config)
 }
 
+/// A client builder with our TLS and User-Agent, for callers that add their own settings.
+pub fn builder() -> Result<reqwest::ClientBuilder, String> {
+    Ok(reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config()?)
+        .user_agent(USER_AGENT))
+}
+
 /// A client with our TLS, User-Agent and a per-request time-out.
 pub fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config()?)
+    builder()?
         .timeout(timeout)
-        .user_agent(USER_AGENT)
         .build()
         .map_err(|e| format!("HTTP client setup failed: {e}"))
 }

@@ -2,7 +2,7 @@
 //! per-request time-out, and retries with exponential back-off and full jitter that honour
 //! `Retry-After`. API keys travel only in headers and are redacted from anything it reports.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use regex::Regex;
@@ -44,26 +44,9 @@ impl RetryPolicy {
     }
 }
 
-/// TLS with ring only and the bundled Mozilla roots, so a `FROM scratch` image works.
-pub fn tls_config() -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports rustls' default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    // reqwest leaves ALPN to us for a preconfigured config.
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    config
-}
-
 pub fn build_reqwest_client() -> Result<reqwest::Client, LlmError> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config())
-        .user_agent(concat!("replan/", env!("CARGO_PKG_VERSION")))
+    crate::http::builder()
+        .map_err(LlmError::Connection)?
         .build()
         .map_err(|e| LlmError::Connection(format!("cannot build the HTTP client: {e}")))
 }
@@ -321,7 +304,7 @@ mod tests {
 
     #[test]
     fn the_client_builds_with_ring_and_bundled_roots() {
-        let config = tls_config();
+        let config = crate::http::tls_config().unwrap();
         assert_eq!(config.alpn_protocols[0], b"h2");
         HttpClient::new(Duration::from_secs(1), RetryPolicy::new(0), vec![]).unwrap();
     }

@@ -78,27 +78,11 @@ pub fn encode_segment(text: &str) -> String {
     out
 }
 
-/// TLS with ring only and the bundled Mozilla roots, so a `FROM scratch` image works.
-fn tls_config() -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports rustls' default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    config
-}
-
 impl GitLabClient {
     /// `api_url` is the `…/api/v4` root (`CI_API_V4_URL`); `project` an id or a path.
     pub fn new(api_url: &str, project: &str, token: &str) -> Result<Self, ForgeError> {
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config())
-            .user_agent(concat!("replan/", env!("CARGO_PKG_VERSION")))
+        let http = crate::http::builder()
+            .map_err(ForgeError::Other)?
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| ForgeError::Other(format!("cannot build the GitLab HTTP client: {e}")))?;
