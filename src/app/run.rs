@@ -121,7 +121,11 @@ fn run_id(env: &BTreeMap<String, String>) -> String {
                 .filter(|v| !v.is_empty())
                 .map_or("1", String::as_str)
         ),
-        None => format!("local-{:016x}", fastrand::u64(..)),
+        // A retried GitLab job gets a new CI_JOB_ID, so the job id alone names one attempt.
+        None => match env.get("CI_JOB_ID").filter(|v| !v.is_empty()) {
+            Some(job) => format!("gitlab-{job}"),
+            None => format!("local-{:016x}", fastrand::u64(..)),
+        },
     }
 }
 

@@ -2,11 +2,10 @@
 //! of the built binary are in `github/e2e.rs`.
 
 mod e2e;
-mod gitlab_run;
 mod local_run;
 
-/// Shared by the runs of the binary.
-mod e2e_support {
+/// Shared by the runs of the binary (the GitLab runs too).
+pub(crate) mod e2e_support {
     pub use super::e2e::scenario;
 }
 

@@ -1,4 +1,9 @@
-//! The GitLab forge and history branch against the stateful fake GitLab on 127.0.0.1.
+//! The GitLab forge and history branch against the stateful fake GitLab on 127.0.0.1; the runs
+//! of the built binary in a GitLab CI job are in `pipeline.rs` and `e2e.rs`.
+
+mod ci_job;
+mod e2e;
+mod pipeline;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,64 +1,13 @@
 //! The same `replan run` CI path on GitLab: pipeline variables, the fake GitLab API, the
 //! scripted LLM server.
 
-use assert_cmd::Command;
 use replan::history::jsonl;
 
-use super::e2e_support::scenario;
+use super::ci_job::{ONE_TASK, run, text};
+use crate::github::e2e_support::scenario;
 use crate::support::fake_gitlab::{Noteable, access};
-use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 use crate::support::{FakeGitLab, TestRepo};
-
-const ONE_TASK: &str = r#"
-mode: matched
-steps:
-  - when: { contains: "Produce the planning phases" }
-    reply: |
-      {"phase": "planning",
-       "goal_understanding": {"main_objective": "Add a hello file", "success_criteria": ["hello.md exists"], "constraints": []},
-       "task_decomposition": {"reasoning": "one step", "subtasks": [
-          {"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]}]},
-       "action_plan": {"execution_order": ["task_1"], "actions": [
-          {"task_id": "task_1", "action_type": "tool_call", "tool": "write_file", "purpose": "write hello.md", "expected_outcome": "file written"}]}}
-"#;
-
-fn run(
-    fake: &FakeGitLab,
-    llm: &LlmServer,
-    checkout: &TestRepo,
-    vars: &[(&str, String)],
-) -> std::process::Output {
-    let mut command = Command::cargo_bin("replan").unwrap();
-    command.env_clear();
-    for key in ["PATH", "HOME", "TMPDIR"] {
-        if let Ok(value) = std::env::var(key) {
-            command.env(key, value);
-        }
-    }
-    command
-        .envs(isolated_git_env())
-        .env("GITLAB_CI", "true")
-        .env("CI_PIPELINE_SOURCE", "api")
-        .env("CI_API_V4_URL", fake.api_url())
-        .env("CI_PROJECT_ID", fake.project_id().to_string())
-        .env("CI_PROJECT_PATH", fake.project_path())
-        .env("CI_PROJECT_DIR", checkout.path())
-        .env(
-            "CI_JOB_URL",
-            "https://gitlab.example.com/octo/widgets/-/jobs/99",
-        )
-        .env("GITLAB_TOKEN", fake.token())
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
-        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
-        .arg("run")
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn gitlab_pipeline_for_an_issue_plans_executes_and_commits_history() {
@@ -78,13 +27,7 @@ fn gitlab_pipeline_for_an_issue_plans_executes_and_commits_history() {
         ],
     );
 
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let notes = fake.notes(Noteable::Issue(iid));
     let checklist = notes
         .iter()
