@@ -656,6 +656,12 @@ async fn cycle_on_thread(
         .map_err(|e| CliError::usage(format!("workspace {}: {e}", ctx.workspace.display())))?;
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    if forge.kind() == ForgeKind::GitLab {
+        // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
+        if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {
+            tool_context.publisher = Arc::new(publisher);
+        }
+    }
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
     let tools = build_registry(tool_context).await;

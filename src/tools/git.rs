@@ -50,6 +50,52 @@ impl Publisher for GitPushPublisher {
     }
 }
 
+/// `git push <url> <branch>` with a token sent as an HTTP header, for forges whose CI checkout
+/// cannot push (GitLab's `CI_JOB_TOKEN`). The token never appears in the command line, the URL or
+/// an error message: the header reaches git through `GIT_CONFIG_*` variables, which it never echoes.
+pub struct TokenPushPublisher {
+    url: String,
+    header: String,
+}
+
+impl TokenPushPublisher {
+    pub fn new(url: impl Into<String>, user: &str, token: &str) -> Self {
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}"));
+        TokenPushPublisher {
+            url: url.into(),
+            header: format!("Authorization: Basic {basic}"),
+        }
+    }
+
+    /// GitLab CI: push to `$CI_SERVER_URL/$CI_PROJECT_PATH.git` with `GITLAB_TOKEN`.
+    pub fn gitlab(env: &std::collections::BTreeMap<String, String>) -> Option<Self> {
+        let server = env.get("CI_SERVER_URL").filter(|v| !v.is_empty())?;
+        let project = env.get("CI_PROJECT_PATH").filter(|v| !v.is_empty())?;
+        let token = env.get("GITLAB_TOKEN").filter(|v| !v.is_empty())?;
+        let url = format!("{}/{}.git", server.trim_end_matches('/'), project);
+        Some(TokenPushPublisher::new(url, "oauth2", token))
+    }
+}
+
+#[async_trait]
+impl Publisher for TokenPushPublisher {
+    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        let (repo, url, header) = (repo.to_path_buf(), self.url.clone(), self.header.clone());
+        let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        tokio::task::spawn_blocking(move || {
+            let env = [
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+                ("GIT_CONFIG_VALUE_0", header.as_str()),
+            ];
+            git(&repo, &["push", "--quiet", &url, &refspec], &env).map(|_| ())
+        })
+        .await
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
+    }
+}
+
 /// Leaves the branch local (the local forge reads it from the repository).
 pub struct NoPublish;
 
@@ -166,4 +212,87 @@ pub fn commit_working_tree(
         &[],
     )?;
     Ok(commit)
+}
+
+#[cfg(test)]
+mod token_push_tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[tokio::test]
+    async fn pushes_the_branch_to_the_url_and_never_shows_the_token() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (work, remote) = (tmp.path().join("work"), tmp.path().join("remote.git"));
+        std::fs::create_dir_all(&work).unwrap();
+        run(
+            tmp.path(),
+            &["init", "-q", "--bare", remote.to_str().unwrap()],
+        );
+        run(&work, &["init", "-q", "-b", "main"]);
+        std::fs::write(work.join("a.txt"), "a").unwrap();
+        run(&work, &["add", "-A"]);
+        run(&work, &["commit", "-q", "-m", "a"]);
+        run(&work, &["branch", "replan/issue-1"]);
+
+        let token = "glpat-secret-token-value";
+        let publisher = TokenPushPublisher::new(remote.to_str().unwrap(), "oauth2", token);
+        publisher.publish(&work, "replan/issue-1").await.unwrap();
+        let heads = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&remote)
+            .args(["branch", "--list"])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&heads.stdout).contains("replan/issue-1"));
+
+        let missing = TokenPushPublisher::new(
+            tmp.path().join("nowhere.git").to_str().unwrap(),
+            "oauth2",
+            token,
+        );
+        let err = missing.publish(&work, "replan/issue-1").await.unwrap_err();
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("oauth2:{token}"));
+        assert!(
+            !err.message.contains(token) && !err.message.contains(&encoded),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("push"), "{}", err.message);
+    }
+
+    #[test]
+    fn gitlab_publisher_needs_the_server_the_project_and_a_token() {
+        let mut env = std::collections::BTreeMap::new();
+        env.insert(
+            "CI_SERVER_URL".to_owned(),
+            "https://gitlab.example.com/".to_owned(),
+        );
+        env.insert("CI_PROJECT_PATH".to_owned(), "group/app".to_owned());
+        assert!(
+            TokenPushPublisher::gitlab(&env).is_none(),
+            "no GITLAB_TOKEN, no publisher"
+        );
+        env.insert("GITLAB_TOKEN".to_owned(), "glpat-x".to_owned());
+        assert_eq!(
+            TokenPushPublisher::gitlab(&env).unwrap().url,
+            "https://gitlab.example.com/group/app.git"
+        );
+    }
 }
