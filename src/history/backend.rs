@@ -57,3 +57,12 @@ pub trait HistoryBackend: Send + Sync {
     /// Replace a whole file (prune/archive only; never used during a run).
     async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError>;
 }
+
+/// Run a file or `git` backend's blocking work off the async runtime.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+) -> Result<T, HistoryError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| HistoryError::Backend(format!("history task failed: {e}")))?
+}

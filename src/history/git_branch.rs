@@ -6,7 +6,7 @@
 //! compare-and-swap. When another writer moved the branch first, the append starts again from the
 //! new tip (bounded), renumbering its entries after the last `seq` there.
 
-use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
 use super::entry::Entry;
 use super::jsonl;
 use crate::trigger::{ThreadKind, ThreadRef};
@@ -419,14 +419,6 @@ fn is_ref_conflict(stderr: &str) -> bool {
         || stderr.contains("already exists")
         || stderr.contains("cannot lock ref")
         || stderr.contains("reference already exists")
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
-) -> Result<T, HistoryError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HistoryError::Backend(format!("history task failed: {e}")))?
 }
 
 #[async_trait]

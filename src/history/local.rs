@@ -5,7 +5,7 @@
 //! (prune only) go through a temporary file and a rename; an appender that was waiting on the old
 //! file notices the swap and appends to the new one.
 
-use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
 use super::entry::Entry;
 use super::jsonl;
 use crate::trigger::{ThreadKind, ThreadRef};
@@ -170,14 +170,6 @@ fn io(path: &Path, source: std::io::Error) -> HistoryError {
         what: path.display().to_string(),
         source,
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
-) -> Result<T, HistoryError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HistoryError::Backend(format!("history task failed: {e}")))?
 }
 
 #[async_trait]
