@@ -1,10 +1,10 @@
 //! Slash commands in comments: `/replan [goal|tasks|actions] [reason]`, `/approve`,
 //! `/reject [reason]`, `/stop`, `/resume`, `/status`, and `@handle` mentions.
 //!
-//! A command counts only at the start of a prose line (see [`super::markdown`]): never inside
-//! code, quotes or HTML comments, so quoting or documenting a command does not run it.
+//! A command counts only at the start of a rendered paragraph line (see [`super::prose`]): never
+//! inside code, quotes, HTML or list items, so quoting or documenting a command does not run it.
 
-use super::markdown::prose_lines;
+use super::prose::prose_lines;
 use serde::{Deserialize, Serialize};
 
 /// Which planning phase a `/replan` returns to.
@@ -64,6 +64,7 @@ impl Command {
 pub fn parse_commands(body: &str) -> Vec<Command> {
     prose_lines(body)
         .iter()
+        .filter(|line| line.may_command)
         .filter_map(|line| parse_line(&line.raw, &line.masked))
         .collect()
 }
@@ -229,7 +230,7 @@ mod tests {
 
     #[test]
     fn commands_in_code_quotes_and_comments_are_ignored() {
-        let body = "```\n/approve\n```\n~~~sh\n/stop\n~~~\n    /status\n`/resume`\n> /reject no\n<!-- /replan -->\n```\n/approve unterminated";
+        let body = "```\n/approve\n```\n~~~sh\n/stop\n~~~\n\n    /status\n\n`/resume`\n> /reject no\n/approve\n\n<!-- /replan -->\n\n<pre>\n/approve\n</pre>\n\n<code>/stop</code>\n- /status\n```\n/approve unterminated";
         assert!(
             parse_commands(body).is_empty(),
             "{:?}",

@@ -9,6 +9,7 @@ pub mod gate;
 pub mod github_event;
 pub mod gitlab_event;
 mod markdown;
+mod prose;
 pub mod redact;
 pub mod sanitize;
 pub mod thread;
