@@ -4,6 +4,7 @@
 //! or ignored), 1 when Replan itself failed (a Failure notice says so on the thread), 2 for usage
 //! and configuration errors (bad payload, missing token, unknown config key).
 
+use super::gating::{self, Verdict};
 use super::input::{Decided, decide};
 use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
@@ -20,19 +21,18 @@ use crate::forge::local::LocalForge;
 use crate::forge::{Forge, Reaction};
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::state::Pending;
+use crate::history::store::LoadedThread;
 use crate::history::{Entry, HistoryBackend, HistoryError, LocalHistory};
 use crate::report::Reporter;
 use crate::report::checklist::ChecklistContext;
 use crate::report::forge_reporter::ForgeReporter;
-use crate::report::markers::notice_marker;
 use crate::report::terminal::TerminalReporter;
 use crate::tools::registry_builder::{ToolContext, build_registry};
 use crate::tools::workspace::Workspace;
-use crate::trigger::gate::GateComment;
 use crate::trigger::github_event::load_actions_event;
 use crate::trigger::{
-    Actor, EventOutcome, ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission,
-    Request, StartRules, ThreadRef, Trigger, decide as gate_decide,
+    Actor, EventOutcome, EventSet, ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX,
+    Permission, Request, StartRules, ThreadRef, Trigger, decide as gate_decide,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
@@ -141,7 +141,17 @@ fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
             .trim()
             .trim_start_matches('@')
             .to_owned(),
-        start_on_opened: true,
+        issues: event_set(&config.triggers.issues),
+        pull_requests: event_set(&config.triggers.pull_requests),
+        comments: config.triggers.comments,
+    }
+}
+
+fn event_set(events: &[config::ThreadEvent]) -> EventSet {
+    EventSet {
+        opened: events.contains(&config::ThreadEvent::Opened),
+        reopened: events.contains(&config::ThreadEvent::Reopened),
+        labeled: events.contains(&config::ThreadEvent::Labeled),
     }
 }
 
@@ -201,30 +211,20 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
     let client =
         Arc::new(GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?);
     let run_url = github_run_url(&ctx.env, &trigger.repo);
-    let github = Arc::new(GitHubForge::new(client.clone()).with_run_url(run_url.clone()));
-    // The comment as it is now, so an edit made since the event is seen by the gate.
-    let fetched = match trigger
-        .comment
-        .as_ref()
-        .filter(|_| !is_review_comment(&trigger))
-    {
-        Some(comment) => match github.comment(&comment.id).await {
-            Ok(current) => Some(current),
-            Err(e) => {
-                tracing::warn!("could not fetch the comment again ({e}); using the event's copy");
-                None
-            }
-        },
-        None => None,
-    };
+    let graphql_url = ctx.env.get("GITHUB_GRAPHQL_URL").cloned();
+    let github = Arc::new(
+        GitHubForge::new(client.clone())
+            .with_run_url(run_url.clone())
+            .with_graphql_url(graphql_url),
+    );
     let backend = move |config: &Config| -> Arc<dyn HistoryBackend> {
         Arc::new(GitHubHistory::new(
-            client,
+            client.clone(),
             &config.history.branch,
             &config.history.directory,
         ))
     };
-    ci_run(ctx, trigger, github, backend, run_url, fetched).await
+    ci_run(ctx, trigger, github, backend, run_url).await
 }
 
 // ----- GitLab CI
@@ -253,28 +253,20 @@ async fn gitlab(ctx: Ctx) -> Result<Exit, CliError> {
         .await
         .map_err(|e| CliError::failure(e.to_string()))?;
     let history = connection.history.clone();
-    let backend = move |_: &Config| history;
-    ci_run(
-        ctx,
-        trigger,
-        connection.forge,
-        backend,
-        connection.run_url,
-        None,
-    )
-    .await
+    let backend = move |_: &Config| history.clone();
+    ci_run(ctx, trigger, connection.forge, backend, connection.run_url).await
 }
 
 // ----- the CI path shared by the forges
 
-/// Gate → config for the actor → 👀 → the cycle (or the sweep) → outputs.
+/// Addressed? → current text → gate → config for the actor → closed? → plan? → 👀 → the cycle
+/// (or the sweep) → outputs. Nothing is written before the 👀 unless one reply says why not.
 async fn ci_run(
     mut ctx: Ctx,
-    trigger: Trigger,
+    mut trigger: Trigger,
     forge: Arc<dyn Forge>,
-    backend: impl FnOnce(&Config) -> Arc<dyn HistoryBackend>,
+    backend: impl Fn(&Config) -> Arc<dyn HistoryBackend>,
     run_url: Option<String>,
-    fetched: Option<crate::forge::Comment>,
 ) -> Result<Exit, CliError> {
     ctx.workflow.group("Replan: trigger and gate");
     tracing::info!(
@@ -283,17 +275,33 @@ async fn ci_run(
         thread = ?trigger.thread.map(|t| t.to_string()),
         "trigger"
     );
-    let gate = gate(&ctx, &trigger, forge.as_ref(), fetched.as_ref()).await;
-    ctx.workflow.end_group();
-    if let GateDecision::Refuse { reason, reply } = gate {
-        tracing::info!("not acting on this trigger: {reason}");
-        if let (Some(reply), Some(thread)) = (reply, trigger.thread) {
-            let body = format!("{}\n{}", notice_marker("refusal"), reply);
-            if let Err(e) = forge.post_comment(&thread, &redact_fn()(&body)).await {
-                tracing::warn!("could not post the refusal reply: {e}");
+    let rules = start_rules(&ctx.config, trigger.forge);
+    let mut verdict = Verdict::Go;
+    if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
+        let state = match load_thread(backend(&ctx.config).as_ref(), &thread).await {
+            Ok(loaded) => Some(loaded.state),
+            Err(e) => {
+                tracing::warn!("{}", e.message);
+                None
             }
-        }
-        return Ok(Exit::Ok);
+        };
+        verdict = gating::plain_comment(&trigger, state.as_ref(), &rules);
+    }
+    if verdict == Verdict::Go {
+        let refetch = !is_review_comment(&trigger);
+        verdict = gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
+    }
+    if verdict == Verdict::Go {
+        let decision = gate(&ctx, &trigger, forge.as_ref()).await;
+        verdict = gating::refused(
+            decision,
+            &trigger.request,
+            ctx.config.gate.reply_to_outsiders,
+        );
+    }
+    ctx.workflow.end_group();
+    if verdict != Verdict::Go {
+        return not_acting(forge.as_ref(), trigger.thread, verdict).await;
     }
 
     // The whole config, with the remote layer for the person who asked.
@@ -309,16 +317,23 @@ async fn ci_run(
     ctx.workflow.mask(&redactor.current());
 
     let backend = backend(&ctx.config);
+    let bot_login = match trigger.forge {
+        ForgeKind::GitLab => ctx.config.gitlab.bot_login.clone(),
+        _ => ctx.config.github.bot_login.clone(),
+    };
     let reporters = |thread: ThreadRef| -> Arc<dyn Reporter> {
-        Arc::new(ForgeReporter::new(
-            forge.clone(),
-            thread,
-            ChecklistContext {
-                run_url: run_url.clone(),
-                model: ctx.config.llm.model.clone(),
-            },
-            redact_fn(),
-        ))
+        Arc::new(
+            ForgeReporter::new(
+                forge.clone(),
+                thread,
+                ChecklistContext {
+                    run_url: run_url.clone(),
+                    model: ctx.config.llm.model.clone(),
+                },
+                redact_fn(),
+            )
+            .with_bot_login(bot_login.clone()),
+        )
     };
 
     if matches!(trigger.request, Request::Sweep) {
@@ -330,6 +345,18 @@ async fn ci_run(
             trigger.event
         )));
     };
+    let closed = gating::is_closed(&mut trigger, &thread, forge.as_ref())
+        .await
+        .map_err(|e| CliError::failure(format!("could not read {thread}: {e}")))?;
+    let history = load_thread(backend.as_ref(), &thread).await?;
+    let verdict = if closed {
+        gating::closed_thread(&trigger.request, &thread)
+    } else {
+        gating::no_plan(&trigger.request, &history.state)
+    };
+    if verdict != Verdict::Go {
+        return not_acting(forge.as_ref(), Some(thread), verdict).await;
+    }
     // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
     let react_to = trigger
         .comment
@@ -347,9 +374,40 @@ async fn ci_run(
         reporters(thread),
         thread,
         &trigger,
+        Some(history),
     )
     .await;
     finish(&ctx, result)
+}
+
+/// One log line, and the one reply when the verdict has one. Exit 0: nothing failed.
+async fn not_acting(
+    forge: &dyn Forge,
+    thread: Option<ThreadRef>,
+    verdict: Verdict,
+) -> Result<Exit, CliError> {
+    match verdict {
+        Verdict::Go => {}
+        Verdict::Silent(reason) => tracing::info!("not acting on this trigger: {reason}"),
+        Verdict::Reply { reason, body } => {
+            tracing::info!("not acting on this trigger: {reason}");
+            if let Some(thread) = thread
+                && let Err(e) = forge.post_comment(&thread, &redact_fn()(&body)).await
+            {
+                tracing::warn!("could not post the reply: {e}");
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+async fn load_thread(
+    backend: &dyn HistoryBackend,
+    thread: &ThreadRef,
+) -> Result<LoadedThread, CliError> {
+    crate::history::store::load(backend, thread)
+        .await
+        .map_err(|e| CliError::failure(format!("could not read the history of {thread}: {e}")))
 }
 
 fn is_review_comment(trigger: &Trigger) -> bool {
@@ -368,18 +426,14 @@ fn github_run_url(env: &BTreeMap<String, String>, repo: &str) -> Option<String> 
     ))
 }
 
-/// Fail closed: a failed permission look-up refuses. `fetched` is the comment as fetched again
-/// at run start (so an edit made since the event is seen), when the forge could.
-async fn gate(
-    ctx: &Ctx,
-    trigger: &Trigger,
-    forge: &dyn Forge,
-    fetched: Option<&crate::forge::Comment>,
-) -> GateDecision {
+/// Fail closed: a failed permission look-up refuses. The trigger's comment is the one read
+/// again at run start ([`gating::current_comment`]).
+async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &dyn Forge) -> GateDecision {
     let policy = gate_policy(&ctx.config, trigger.forge);
-    let body = fetched
+    let body = trigger
+        .comment
+        .as_ref()
         .map(|c| c.body.as_str())
-        .or(trigger.comment.as_ref().map(|c| c.body.as_str()))
         .unwrap_or_default();
     let needs_lookup = !matches!(trigger.request, Request::Sweep)
         && !trigger.actor.is_bot
@@ -389,14 +443,12 @@ async fn gate(
     } else {
         Permission::Unknown("not looked up (bot, own comment or schedule)".into())
     };
-    let mut input = GateInput::for_trigger(trigger, permission, &policy, ctx.started_at);
-    if let Some(current) = fetched {
-        input.comment = Some(GateComment {
-            body: &current.body,
-            updated_at: Some(current.updated_at),
-        });
-    }
-    gate_decide(&input)
+    gate_decide(&GateInput::for_trigger(
+        trigger,
+        permission,
+        &policy,
+        ctx.started_at,
+    ))
 }
 
 /// The scheduled sweep: every thread whose question waited past `auto_assume_timeout_minutes`
@@ -448,6 +500,7 @@ async fn sweep(
             reporters(thread),
             thread,
             &per_thread,
+            Some(loaded),
         )
         .await;
         if let Err(e) = finish(ctx, result) {
@@ -526,12 +579,13 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         event: "local.run".into(),
         project_id: None,
         api_url: None,
+        closed: None,
     };
     let reporter: Arc<dyn Reporter> = Arc::new(TerminalReporter::new(ChecklistContext {
         run_url: None,
         model: ctx.config.llm.model.clone(),
     }));
-    let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger).await;
+    let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger, None).await;
     finish(&ctx, result)
 }
 
@@ -602,14 +656,16 @@ async fn cycle_on_thread(
     reporter: Arc<dyn Reporter>,
     thread: ThreadRef,
     trigger: &Trigger,
+    loaded: Option<LoadedThread>,
 ) -> Result<ThreadRun, CliError> {
     let checklist = ChecklistContext {
         run_url: forge.run_url(),
         model: ctx.config.llm.model.clone(),
     };
-    let loaded = crate::history::store::load(backend.as_ref(), &thread)
-        .await
-        .map_err(|e| CliError::failure(format!("could not read the history of {thread}: {e}")))?;
+    let loaded = match loaded {
+        Some(loaded) => loaded,
+        None => load_thread(backend.as_ref(), &thread).await?,
+    };
     for corrupt in &loaded.corrupt {
         ctx.workflow.warning(&format!(
             "history of {thread}: line {} is corrupt and was skipped (it stays in the file)",

@@ -19,6 +19,10 @@ pub struct ForgeTriggerConfig {
     /// GitLab: least access level of a triggering user (10 guest, 20 reporter, 30 developer,
     /// 40 maintainer, 50 owner).
     pub min_access_level: u32,
+    /// Login of the account Replan posts as: only its comments are ever edited. Unset: asked
+    /// from the forge (GitHub: GraphQL `viewer`, else `github-actions[bot]`; GitLab: the token's
+    /// user). Set it for app tokens or personal access tokens that cannot say.
+    pub bot_login: Option<String>,
 }
 
 impl Default for ForgeTriggerConfig {
@@ -30,6 +34,7 @@ impl Default for ForgeTriggerConfig {
             allowed_bots: Vec::new(),
             min_permission: "write".to_owned(),
             min_access_level: 30,
+            bot_login: None,
         }
     }
 }

@@ -27,6 +27,7 @@ mod replanning;
 mod source;
 mod task_replanning;
 mod tools;
+mod triggers;
 mod validate;
 
 pub use env::{GENERIC_PREFIX, SEED_ENV_VARS};
@@ -51,6 +52,7 @@ pub use replanning::{
 pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
+pub use triggers::{GateConfig, ThreadEvent, TriggersConfig};
 
 /// The whole configuration after all sources are merged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +68,8 @@ pub struct Config {
     pub history: HistoryConfig,
     pub github: ForgeTriggerConfig,
     pub gitlab: ForgeTriggerConfig,
+    pub triggers: TriggersConfig,
+    pub gate: GateConfig,
     pub user_config_api: Option<UserConfigApi>,
 }
 

@@ -114,6 +114,7 @@ impl LocalForge {
             author: author.to_owned(),
             url: format!("file://{}", self.thread_path(&thread).display()),
             labels: Vec::new(),
+            closed: false,
         };
         self.save(
             &thread,

@@ -31,6 +31,9 @@ pub struct Thread {
     pub url: String,
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Closed (GitLab: closed or merged). Closed threads are not planned.
+    #[serde(default)]
+    pub closed: bool,
 }
 
 /// Access of a user to the repository, normalised over GitHub roles and GitLab access levels.
@@ -129,6 +132,22 @@ pub trait Forge: Send + Sync {
 
     async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError>;
     async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError>;
+
+    /// One comment as it is now; `None` when it no longer exists. The default looks it up in
+    /// [`Forge::comments`]; forges with a direct endpoint override it.
+    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(thread)
+            .await?
+            .into_iter()
+            .find(|c| c.id == id))
+    }
+
+    /// The login Replan's own comments are written as (the token's user), so it edits only its
+    /// own comments. `None` when the forge cannot say.
+    async fn own_login(&self) -> Option<String> {
+        None
+    }
     async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError>;
     async fn update_comment(
         &self,

@@ -1,5 +1,6 @@
 //! The reporter for CI runs: one checklist comment per thread, created once, found again by its
-//! marker or stored id, edited in place (throttled), and notices as separate comments.
+//! stored id or else by its marker and Replan's own authorship, edited in place (throttled), and
+//! notices as separate comments. A comment someone else wrote is never edited.
 
 use super::checklist::{self, ChecklistContext};
 use super::markers::CHECKLIST_MARKER;
@@ -30,6 +31,8 @@ pub struct ForgeReporter {
     ctx: ChecklistContext,
     redact: Redact,
     min_interval: Duration,
+    /// Config `github.bot_login` / `gitlab.bot_login`: who Replan posts as, when set.
+    bot_login: Option<String>,
     posted: Mutex<Posted>,
 }
 
@@ -46,6 +49,7 @@ impl ForgeReporter {
             ctx,
             redact,
             min_interval: Duration::from_secs(3),
+            bot_login: None,
             posted: Mutex::new(Posted::default()),
         }
     }
@@ -56,21 +60,44 @@ impl ForgeReporter {
         self
     }
 
-    /// The stored id wins; otherwise look for our marker among the thread's comments.
-    async fn existing_id(&self, state: &SessionState) -> Option<String> {
+    /// The login Replan posts as, when configured; otherwise the forge is asked.
+    pub fn with_bot_login(mut self, login: Option<String>) -> Self {
+        self.bot_login = login.filter(|l| !l.trim().is_empty());
+        self
+    }
+
+    /// The stored id wins; otherwise the comment with our marker that Replan itself wrote.
+    /// `Err` when the comments could not be listed: posting a new checklist then could make a
+    /// second one, so the caller holds the body and tries again later.
+    async fn existing_id(&self, state: &SessionState) -> Result<Option<String>, ()> {
         if let Some(id) = &state.checklist_comment_id {
-            return Some(id.clone());
+            return Ok(Some(id.clone()));
         }
-        match self.forge.comments(&self.thread).await {
-            Ok(comments) => comments
-                .into_iter()
-                .find(|c| c.body.trim_start().starts_with(CHECKLIST_MARKER))
-                .map(|c| c.id),
-            Err(e) => {
-                tracing::warn!("could not list comments to find the checklist: {e}");
-                None
-            }
+        let comments = self.forge.comments(&self.thread).await.map_err(|e| {
+            tracing::warn!("could not list comments to find the checklist: {e}");
+        })?;
+        let marked: Vec<_> = comments
+            .into_iter()
+            .filter(|c| c.body.trim_start().starts_with(CHECKLIST_MARKER))
+            .collect();
+        if marked.is_empty() {
+            return Ok(None);
         }
+        let own = match &self.bot_login {
+            Some(login) => Some(login.clone()),
+            None => self.forge.own_login().await,
+        };
+        let Some(own) = own else {
+            tracing::warn!(
+                "a comment carries the checklist marker but Replan's own login is unknown (set `bot_login`); posting a new checklist"
+            );
+            return Ok(None);
+        };
+        let own = own.trim().trim_start_matches('@');
+        Ok(marked
+            .into_iter()
+            .find(|c| c.author.eq_ignore_ascii_case(own))
+            .map(|c| c.id))
     }
 
     /// Send `body` now; returns the id when the comment was created by this call.
@@ -81,7 +108,13 @@ impl ForgeReporter {
         body: String,
     ) -> Option<String> {
         if posted.comment_id.is_none() {
-            posted.comment_id = self.existing_id(state).await;
+            match self.existing_id(state).await {
+                Ok(id) => posted.comment_id = id,
+                Err(()) => {
+                    posted.held = Some(body);
+                    return None;
+                }
+            }
         }
         let mut created = None;
         match &posted.comment_id {

@@ -178,9 +178,7 @@ pub fn decide(input: &GateInput<'_>) -> GateDecision {
         {
             return refuse(
                 format!("the comment by {login} was edited after the run started"),
-                Some(format!(
-                    "@{login}, this comment was edited after I started, so I did not act on it. Please post the request as a new comment."
-                )),
+                None,
             );
         }
     }
@@ -423,14 +421,14 @@ mod tests {
     }
 
     #[test]
-    fn edited_after_the_run_started_is_refused() {
+    fn edited_after_the_run_started_is_refused_silently() {
         let alice = actor("alice", false);
         let policy = GatePolicy::default();
         let edited = GateComment {
             body: "/approve",
             updated_at: Some(start() + chrono::Duration::seconds(5)),
         };
-        assert!(is_refused_with_reply(&check(
+        assert!(is_silent_refusal(&check(
             &alice,
             Permission::GitHubWrite,
             &policy,

@@ -34,6 +34,14 @@ struct Issue {
     labels: Vec<Label>,
     /// Present (an object) when an `issue_comment` is on a pull request.
     pull_request: Option<Value>,
+    /// `open` or `closed`.
+    state: Option<String>,
+}
+
+impl Issue {
+    fn is_closed(&self) -> bool {
+        self.state.as_deref() == Some("closed")
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +72,10 @@ struct User {
     #[serde(rename = "type")]
     kind: Option<String>,
 }
+
+/// The `workflow_dispatch` inputs that name the issue to plan: the first is the one the shipped
+/// workflow (examples/workflows/replan.yml) declares, the others are accepted aliases.
+pub const DISPATCH_ISSUE_INPUTS: &[&str] = &["issue", "issue_number", "number"];
 
 /// Parses an Actions event. `Ok(None)` is an event Replan deliberately ignores; the reason is
 /// logged at info level (use [`from_actions_explained`] to get it).
@@ -143,10 +155,17 @@ impl Ctx<'_> {
         match (self.event_name, action) {
             ("schedule", _) => self.sweep(),
             ("workflow_dispatch", _) => self.dispatched(),
-            ("issues", "opened" | "reopened") => self.opened("issue", ThreadKind::Issue),
+            ("issues", "opened" | "reopened") => self.opened("issue", ThreadKind::Issue, action),
             ("issues" | "pull_request" | "pull_request_target", "labeled") => self.labeled(),
             ("pull_request" | "pull_request_target", "opened" | "reopened") => {
-                self.opened("pull_request", ThreadKind::PullRequest)
+                self.opened("pull request", ThreadKind::PullRequest, action)
+            }
+            ("issue_comment" | "pull_request_review_comment", "created")
+                if !self.rules.comments =>
+            {
+                Ok(EventOutcome::ignored(
+                    "comments do not start Replan here (`triggers.comments` is false)",
+                ))
             }
             ("issue_comment" | "pull_request_review_comment", "created") => self.commented(),
             ("issue_comment" | "pull_request_review_comment", "edited") => {
@@ -244,6 +263,11 @@ impl Ctx<'_> {
             event: self.event(),
             project_id: None,
             api_url: None,
+            closed: self
+                .thread_item()
+                .ok()
+                .and_then(|(item, ..)| item.state.as_deref())
+                .map(|state| state == "closed"),
         })
     }
 
@@ -254,8 +278,36 @@ impl Ctx<'_> {
         }
     }
 
-    fn opened(&self, noun: &str, kind: ThreadKind) -> Result<EventOutcome, TriggerError> {
+    /// Why a thread event does not start a cycle, if it does not: the event type is not in
+    /// `triggers.issues` / `triggers.pull_requests`, or the thread is closed.
+    fn not_starting(
+        &self,
+        noun: &str,
+        kind: ThreadKind,
+        action: &str,
+        item: &Issue,
+    ) -> Option<String> {
+        let key = match kind {
+            ThreadKind::Issue => "triggers.issues",
+            _ => "triggers.pull_requests",
+        };
+        if !self.rules.events(kind).allows(action) {
+            return Some(format!("`{action}` is not listed in `{key}`"));
+        }
+        item.is_closed()
+            .then(|| format!("the {noun} is closed; closed threads are not planned"))
+    }
+
+    fn opened(
+        &self,
+        noun: &str,
+        kind: ThreadKind,
+        action: &str,
+    ) -> Result<EventOutcome, TriggerError> {
         let (thread, item) = self.thread()?;
+        if let Some(reason) = self.not_starting(noun, kind, action, item) {
+            return Ok(EventOutcome::ignored(reason));
+        }
         let labeled = item.labels.iter().any(|l| {
             l.name
                 .as_deref()
@@ -265,8 +317,8 @@ impl Ctx<'_> {
             .body
             .as_deref()
             .is_some_and(|b| mentions(b, &self.rules.handle));
-        let automatic = kind == ThreadKind::Issue && self.rules.start_on_opened;
-        if !(automatic || labeled || mentioned) {
+        // Every new issue is planned; a pull request only when it asks for it.
+        if kind != ThreadKind::Issue && !(labeled || mentioned) {
             return Ok(EventOutcome::ignored(format!(
                 "the new {noun} neither carries the `{}` label nor mentions @{}",
                 self.rules.label,
@@ -291,6 +343,13 @@ impl Ctx<'_> {
             )));
         }
         let (thread, item) = self.thread()?;
+        let noun = match thread.kind {
+            ThreadKind::Issue => "issue",
+            _ => "pull request",
+        };
+        if let Some(reason) = self.not_starting(noun, thread.kind, "labeled", item) {
+            return Ok(EventOutcome::ignored(reason));
+        }
         // The person who added the label asked for the run, not the thread's author.
         let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
         Ok(EventOutcome::run(trigger))
@@ -321,7 +380,7 @@ impl Ctx<'_> {
 
     fn dispatched(&self) -> Result<EventOutcome, TriggerError> {
         let inputs = self.payload.inputs.clone().unwrap_or_default();
-        let issue = self.number_input(&inputs, &["issue_number", "number"])?;
+        let issue = self.number_input(&inputs, DISPATCH_ISSUE_INPUTS)?;
         let pull = self.number_input(&inputs, &["pull_request_number"])?;
         let thread = match (issue, pull) {
             (Some(number), _) => ThreadRef::issue(number),
@@ -333,8 +392,11 @@ impl Ctx<'_> {
                 return Err(TriggerError::MissingField {
                     path: self.path.to_owned(),
                     event: self.event_name.to_owned(),
-                    field: "inputs.issue_number".into(),
-                    hint: "give the workflow_dispatch trigger an `issue_number` input and pass the issue to plan".into(),
+                    field: format!("inputs.{}", DISPATCH_ISSUE_INPUTS[0]),
+                    hint: format!(
+                        "give the workflow_dispatch trigger an `{}` input (as in examples/workflows/replan.yml) and pass the issue to plan",
+                        DISPATCH_ISSUE_INPUTS[0]
+                    ),
                 });
             }
         };
@@ -412,6 +474,7 @@ impl Ctx<'_> {
             event: "schedule".into(),
             project_id: None,
             api_url: None,
+            closed: None,
         }))
     }
 }

@@ -50,6 +50,8 @@ struct Attributes {
     note: Option<String>,
     noteable_type: Option<String>,
     system: Option<bool>,
+    /// `opened`, `closed`, `merged` or `locked`.
+    state: Option<String>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
     created_at: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
@@ -59,6 +61,12 @@ struct Attributes {
 #[derive(Debug, Deserialize)]
 struct Noteable {
     iid: Option<u64>,
+    state: Option<String>,
+}
+
+/// GitLab's states: `opened`, `closed`, `merged`, `locked`; a merged request is closed too.
+fn is_closed(state: Option<&str>) -> Option<bool> {
+    state.map(|s| matches!(s, "closed" | "merged"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -226,6 +234,7 @@ impl Vars<'_> {
             event: event.to_owned(),
             project_id: self.get("CI_PROJECT_ID").map(str::to_owned),
             api_url: self.get("CI_API_V4_URL").map(str::to_owned),
+            closed: None,
         })
     }
 }
@@ -314,6 +323,7 @@ impl HookCtx<'_> {
         actor: Actor,
         request: Request,
         event: String,
+        closed: Option<bool>,
     ) -> Result<Trigger, TriggerError> {
         let project = self.hook.project.as_ref();
         Ok(Trigger {
@@ -332,6 +342,7 @@ impl HookCtx<'_> {
                 .map(str::to_owned)
                 .or_else(|| project.and_then(|p| p.id).map(|id| id.to_string())),
             api_url: self.env.get("CI_API_V4_URL").map(str::to_owned),
+            closed,
         })
     }
 
@@ -353,22 +364,46 @@ impl HookCtx<'_> {
             has_label(change.current.as_deref().unwrap_or_default())
                 && !has_label(change.previous.as_deref().unwrap_or_default())
         });
-        let starts = match action {
-            "open" | "reopen" => {
-                (kind == ThreadKind::Issue && self.rules.start_on_opened)
-                    || has_label(&self.hook.labels)
-                    || attrs
-                        .description
-                        .as_deref()
-                        .is_some_and(|d| mentions(d, &self.rules.handle))
+        // GitLab's actions, in the words of `triggers.issues` / `triggers.pull_requests`.
+        let event = match action {
+            "open" => "opened",
+            "reopen" => "reopened",
+            "update" if label_added => "labeled",
+            _ => {
+                return Ok(EventOutcome::ignored(format!(
+                    "GitLab {} `{action}` event without the `{}` label being added does not start Replan",
+                    self.kind, self.rules.label
+                )));
             }
-            "update" => label_added,
-            _ => false,
         };
-        if !starts {
+        let key = match kind {
+            ThreadKind::Issue => "triggers.issues",
+            _ => "triggers.pull_requests",
+        };
+        if !self.rules.events(kind).allows(event) {
             return Ok(EventOutcome::ignored(format!(
-                "GitLab {} `{action}` event without the `{}` label being added does not start Replan",
-                self.kind, self.rules.label
+                "`{event}` is not listed in `{key}`"
+            )));
+        }
+        let closed = is_closed(attrs.state.as_deref());
+        if closed == Some(true) {
+            return Ok(EventOutcome::ignored(format!(
+                "the {} is closed; closed threads are not planned",
+                self.kind
+            )));
+        }
+        let asks = has_label(&self.hook.labels)
+            || attrs
+                .description
+                .as_deref()
+                .is_some_and(|d| mentions(d, &self.rules.handle));
+        // Every new issue is planned; a merge request only when it asks for it.
+        if event != "labeled" && kind != ThreadKind::Issue && !asks {
+            return Ok(EventOutcome::ignored(format!(
+                "the {} neither carries the `{}` label nor mentions @{}",
+                self.kind,
+                self.rules.label,
+                self.rules.handle.trim_start_matches('@')
             )));
         }
         let request = Request::Start {
@@ -376,7 +411,13 @@ impl HookCtx<'_> {
             body: attrs.description.clone().unwrap_or_default(),
         };
         let event = format!("{}_hook.{action}", self.kind);
-        let trigger = self.trigger(ThreadRef { kind, number }, self.actor()?, request, event)?;
+        let trigger = self.trigger(
+            ThreadRef { kind, number },
+            self.actor()?,
+            request,
+            event,
+            closed,
+        )?;
         Ok(EventOutcome::run(trigger))
     }
 
@@ -389,6 +430,11 @@ impl HookCtx<'_> {
         }
         if attrs.system == Some(true) {
             return Ok(EventOutcome::ignored("system notes do not start Replan"));
+        }
+        if !self.rules.comments {
+            return Ok(EventOutcome::ignored(
+                "comments do not start Replan here (`triggers.comments` is false)",
+            ));
         }
         let noteable_type = attrs
             .noteable_type
@@ -411,6 +457,7 @@ impl HookCtx<'_> {
             .as_ref()
             .and_then(|n| n.iid)
             .ok_or_else(|| self.missing(field))?;
+        let closed = is_closed(noteable.as_ref().and_then(|n| n.state.as_deref()));
         let id = attrs
             .id
             .ok_or_else(|| self.missing("object_attributes.id"))?;
@@ -421,6 +468,7 @@ impl HookCtx<'_> {
             self.actor()?,
             request,
             "note_hook.create".into(),
+            closed,
         )?;
         trigger.comment = Some(TriggerComment {
             id: id.to_string(),

@@ -48,6 +48,10 @@ pub struct Trigger {
     /// GitLab: `CI_API_V4_URL`. GitHub: `None` (the API URL comes from `GITHUB_API_URL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_url: Option<String>,
+    /// Whether the thread was closed when the event fired; `None` when the event did not say
+    /// (a dispatch, pipeline variables): the run asks the forge then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed: Option<bool>,
 }
 
 /// Who asked.
@@ -139,9 +143,39 @@ pub struct StartRules {
     pub label: String,
     /// `@handle` in a comment addresses Replan (with or without the `@`).
     pub handle: String,
-    /// Whether opening an issue starts a cycle by itself. When false, an opened issue starts
-    /// only if it already carries the label or mentions the handle.
-    pub start_on_opened: bool,
+    /// Issue events that start a cycle (config `triggers.issues`).
+    pub issues: EventSet,
+    /// Pull/merge request events that start a cycle when the request carries the label or
+    /// mentions the handle (config `triggers.pull_requests`).
+    pub pull_requests: EventSet,
+    /// Whether comments are read at all (config `triggers.comments`).
+    pub comments: bool,
+}
+
+/// Which thread events start a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventSet {
+    pub opened: bool,
+    pub reopened: bool,
+    pub labeled: bool,
+}
+
+impl EventSet {
+    pub const ALL: EventSet = EventSet {
+        opened: true,
+        reopened: true,
+        labeled: true,
+    };
+
+    /// Whether the forge's action (`opened`/`open`, `reopened`/`reopen`, `labeled`) is listed.
+    pub(crate) fn allows(&self, action: &str) -> bool {
+        match action {
+            "opened" | "open" => self.opened,
+            "reopened" | "reopen" => self.reopened,
+            "labeled" => self.labeled,
+            _ => false,
+        }
+    }
 }
 
 impl Default for StartRules {
@@ -149,7 +183,9 @@ impl Default for StartRules {
         StartRules {
             label: "replan".into(),
             handle: "replan".into(),
-            start_on_opened: true,
+            issues: EventSet::ALL,
+            pull_requests: EventSet::ALL,
+            comments: true,
         }
     }
 }
@@ -157,6 +193,18 @@ impl Default for StartRules {
 impl StartRules {
     pub(crate) fn is_trigger_label(&self, name: &str) -> bool {
         name.trim().eq_ignore_ascii_case(self.label.trim())
+    }
+
+    pub(crate) fn events(&self, kind: ThreadKind) -> EventSet {
+        match kind {
+            ThreadKind::Issue => self.issues,
+            _ => self.pull_requests,
+        }
+    }
+
+    /// Whether a comment body is addressed to Replan: it mentions the handle or holds a command.
+    pub fn addresses(&self, body: &str) -> bool {
+        !matches!(classify_comment(body, self), Request::Answer { .. })
     }
 }
 
@@ -226,6 +274,7 @@ mod tests {
             event: "pipeline.trigger".into(),
             project_id: None,
             api_url: None,
+            closed: None,
         };
         let note = TriggerComment {
             id: "9".into(),

@@ -1,12 +1,12 @@
 //! Real event payloads through the public trigger API, and properties of the parsers.
 
 use proptest::prelude::*;
-use replan::trigger::github_event::load_actions_event;
+use replan::trigger::github_event::{DISPATCH_ISSUE_INPUTS, load_actions_event};
 use replan::trigger::sanitize::is_invisible;
 use replan::trigger::{
-    Command, EventOutcome, ForgeKind, Redactor, ReplanScope, Request, StartRules, ThreadKind,
-    ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained, from_gitlab,
-    parse_commands, sanitize_untrusted,
+    Command, EventOutcome, EventSet, ForgeKind, Redactor, ReplanScope, Request, StartRules,
+    ThreadKind, ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained,
+    from_gitlab, parse_commands, sanitize_untrusted,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -126,6 +126,12 @@ fn every_github_fixture_has_an_expectation() {
             )
         );
     });
+    check("workflow_dispatch.issue.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.thread, Some(ThreadRef::issue(42)));
+        assert_eq!(t.closed, None, "a dispatch does not say; the run asks");
+        assert_eq!(t.request, start("", ""));
+    });
     check("workflow_dispatch.issue_number.json", &|o| {
         let t = run(o);
         assert_eq!(t.repo, "octo-org/octo-repo");
@@ -135,7 +141,11 @@ fn every_github_fixture_has_an_expectation() {
     });
     check("workflow_dispatch.event.0.json", &|o| {
         let message = o.unwrap_err().to_string();
-        assert!(message.contains("inputs.issue_number"), "{message}");
+        assert!(message.contains("`inputs.issue`"), "{message}");
+        assert!(
+            message.contains("examples/workflows/replan.yml"),
+            "{message}"
+        );
         assert!(
             message.contains("workflow_dispatch.event.0.json"),
             "{message}"
@@ -185,6 +195,104 @@ fn a_comment_with_a_command_in_a_real_payload() {
             phase: Some(ReplanScope::Tasks),
             reason: Some("the tests are flaky".into())
         })
+    );
+}
+
+fn fixture_json(forge: &str, name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture_dir(forge).join(name)).unwrap()).unwrap()
+}
+
+fn github_value(event: &str, payload: &serde_json::Value, rules: &StartRules) -> EventOutcome {
+    from_actions_explained(event, &payload.to_string(), Path::new("event.json"), rules).unwrap()
+}
+
+fn ignored_because(outcome: EventOutcome, needle: &str) {
+    match outcome {
+        EventOutcome::Ignored { reason } => assert!(reason.contains(needle), "{reason}"),
+        other => panic!("expected {needle:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_shipped_workflow_s_dispatch_input_is_the_one_the_parser_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let yaml = std::fs::read_to_string(root.join("examples/workflows/replan.yml")).unwrap();
+    let workflow: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+    let inputs = workflow["on"]["workflow_dispatch"]["inputs"]
+        .as_object()
+        .expect("the example declares workflow_dispatch inputs");
+    let name = DISPATCH_ISSUE_INPUTS[0];
+    assert!(inputs.contains_key(name), "{inputs:?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("inputs.{name}")),
+        "README documents `{name}`"
+    );
+    // GitHub sends inputs as strings; `issue_number` stays accepted as an alias.
+    for (input, value) in [(name, "7"), ("issue_number", "7"), (name, " #7 ")] {
+        let mut payload = fixture_json("github-events", "workflow_dispatch.issue.json");
+        payload["inputs"] = serde_json::json!({ input: value });
+        match github_value("workflow_dispatch", &payload, &StartRules::default()) {
+            EventOutcome::Run(t) => assert_eq!(t.thread, Some(ThreadRef::issue(7))),
+            other => panic!("{input}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn closed_threads_are_not_started_and_comments_on_them_say_closed() {
+    let rules = StartRules::default();
+    let mut labeled = fixture_json("github-events", "issues.labeled.9.json");
+    labeled["label"]["name"] = "replan".into();
+    labeled["issue"]["state"] = "closed".into();
+    ignored_because(github_value("issues", &labeled, &rules), "closed");
+    let mut comment = fixture_json("github-events", "issue_comment.created.0.json");
+    comment["comment"]["body"] = "/replan".into();
+    comment["issue"]["state"] = "closed".into();
+    match github_value("issue_comment", &comment, &rules) {
+        EventOutcome::Run(t) => assert_eq!(t.closed, Some(true)),
+        other => panic!("{other:?}"),
+    }
+    let open = run(github("issue_comment.created.0.json", &rules));
+    assert_eq!(open.closed, Some(false));
+}
+
+#[test]
+fn trigger_event_types_follow_the_configuration() {
+    let only_labels = StartRules {
+        issues: EventSet {
+            opened: false,
+            reopened: false,
+            labeled: true,
+        },
+        comments: false,
+        ..StartRules::default()
+    };
+    ignored_because(
+        github("issues.opened.15.json", &only_labels).unwrap(),
+        "`triggers.issues`",
+    );
+    let mut reopened = fixture_json("github-events", "issues.opened.15.json");
+    reopened["action"] = "reopened".into();
+    ignored_because(
+        github_value("issues", &reopened, &only_labels),
+        "`triggers.issues`",
+    );
+    assert!(matches!(
+        github_value("issues", &reopened, &StartRules::default()),
+        EventOutcome::Run(_)
+    ));
+    ignored_because(
+        github("issue_comment.created.0.json", &only_labels).unwrap(),
+        "`triggers.comments`",
+    );
+    let mut gitlab_opened = gitlab_vars(None, true);
+    let json =
+        std::fs::read_to_string(fixture_dir("gitlab-events").join("issue_hook.open.json")).unwrap();
+    gitlab_opened.insert("TRIGGER_PAYLOAD".into(), json);
+    ignored_because(
+        from_gitlab(&gitlab_opened, &only_labels).unwrap(),
+        "`triggers.issues`",
     );
 }
 
@@ -398,8 +506,9 @@ fn prose_line() -> impl Strategy<Value = String> {
         Just("/reject nope".to_owned()),
         Just(String::new()),
         // No backticks, tildes, `<` or `>`: the prose around a fence must not open code,
-        // quotes or comments of its own.
-        "[a-zA-Z0-9 /@.,!?-]{0,30}",
+        // quotes or comments of its own; a letter first, so it opens no list item either (a
+        // fence inside a list item closes with the item, and what follows is prose again).
+        "[a-zA-Z][a-zA-Z0-9 /@.,!?-]{0,29}",
     ]
 }
 

@@ -18,13 +18,18 @@ const ISSUES_READ: &str = "issues: read";
 pub struct GitHubForge {
     client: Arc<GitHubClient>,
     run_url: Option<String>,
+    graphql_url: Option<String>,
 }
+
+/// Who the Actions workflow token posts as: `GET /user` answers 403 for it.
+pub const WORKFLOW_TOKEN_LOGIN: &str = "github-actions[bot]";
 
 impl GitHubForge {
     pub fn new(client: Arc<GitHubClient>) -> Self {
         GitHubForge {
             client,
             run_url: None,
+            graphql_url: None,
         }
     }
 
@@ -36,6 +41,12 @@ impl GitHubForge {
 
     pub fn client(&self) -> &Arc<GitHubClient> {
         &self.client
+    }
+
+    /// `GITHUB_GRAPHQL_URL`, where the token's own login is asked (`viewer { login }`).
+    pub fn with_graphql_url(mut self, url: Option<String>) -> Self {
+        self.graphql_url = url.filter(|u| !u.trim().is_empty());
+        self
     }
 }
 
@@ -113,7 +124,7 @@ fn permission_from(body: &Value) -> Permission {
 
 impl GitHubForge {
     /// One comment fetched again (the gate checks the current text and edit time).
-    pub async fn comment(&self, comment_id: &str) -> Result<Comment, ForgeError> {
+    async fn issue_comment(&self, comment_id: &str) -> Result<Comment, ForgeError> {
         let path = self
             .client
             .repo_path(&format!("/issues/comments/{comment_id}"));
@@ -172,7 +183,41 @@ impl Forge for GitHubForge {
             author: login(body.get("user")).0,
             url: text(&body, "html_url"),
             labels,
+            closed: text(&body, "state") == "closed",
         })
+    }
+
+    async fn comment(&self, _thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+        match self.issue_comment(id).await {
+            Ok(comment) => Ok(Some(comment)),
+            Err(ForgeError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The GraphQL `viewer` when `GITHUB_GRAPHQL_URL` is known, else (or when it fails) the
+    /// workflow token's `github-actions[bot]`.
+    async fn own_login(&self) -> Option<String> {
+        let Some(url) = &self.graphql_url else {
+            return Some(WORKFLOW_TOKEN_LOGIN.to_owned());
+        };
+        let op = Op {
+            what: "asking GitHub which account the token is",
+            permission: ISSUES_READ,
+        };
+        let query = json!({ "query": "query { viewer { login } }" });
+        match self.client.post(url, &query, op).await {
+            Ok(body) => body
+                .pointer("/data/viewer/login")
+                .and_then(Value::as_str)
+                .filter(|login| !login.is_empty())
+                .map(str::to_owned)
+                .or_else(|| Some(WORKFLOW_TOKEN_LOGIN.to_owned())),
+            Err(e) => {
+                tracing::info!("GraphQL `viewer` failed ({e}); assuming {WORKFLOW_TOKEN_LOGIN}");
+                Some(WORKFLOW_TOKEN_LOGIN.to_owned())
+            }
+        }
     }
 
     async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {

@@ -197,6 +197,7 @@ impl Forge for GitLabForge {
                 .filter_map(|l| l.as_str().or_else(|| l["name"].as_str()))
                 .map(str::to_owned)
                 .collect(),
+            closed: matches!(item["state"].as_str(), Some("closed" | "merged")),
         })
     }
 
@@ -216,6 +217,30 @@ impl Forge for GitLabForge {
             .filter(|n| !n["system"].as_bool().unwrap_or(false))
             .map(note_to_comment)
             .collect())
+    }
+
+    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+        let path = format!("{}/notes/{id}", self.thread_path(thread)?);
+        match self.client.get(&path, &format!("reading note {id}")).await {
+            Ok(note) => Ok(Some(note_to_comment(&note.json))),
+            Err(ForgeError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The token's user (`GET /user`).
+    async fn own_login(&self) -> Option<String> {
+        match self
+            .client
+            .get("/user", "looking up the token's user")
+            .await
+        {
+            Ok(user) => user.json["username"].as_str().map(str::to_owned),
+            Err(e) => {
+                tracing::info!("could not look up the token's user: {e}");
+                None
+            }
+        }
     }
 
     async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {

@@ -95,6 +95,7 @@ fn trigger(fake: &FakeGitLab) -> Trigger {
         event: "pipeline_variables".into(),
         project_id: Some(fake.project_id().to_string()),
         api_url: Some(fake.api_url()),
+        closed: None,
     }
 }
 
