@@ -166,7 +166,8 @@ pub fn no_plan(request: &Request, state: &SessionState) -> Verdict {
     let Request::Command(command) = request else {
         return Verdict::Go;
     };
-    if state.has_plan() || matches!(command, Command::Replan { .. }) {
+    // A draft waiting for `/approve` or an answer is something to act on, without a plan yet.
+    if state.has_plan() || state.pending.is_some() || matches!(command, Command::Replan { .. }) {
         return Verdict::Go;
     }
     Verdict::reply(

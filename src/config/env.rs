@@ -49,6 +49,8 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "history",
     "github",
     "gitlab",
+    "triggers",
+    "gate",
     "user_config_api",
 ];
 
@@ -139,6 +141,21 @@ fn generic_key(var: &str) -> Result<Option<String>, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_top_level_section_can_be_set_from_the_environment() {
+        let tree = serde_json::to_value(super::super::Config::default()).unwrap();
+        let mut sections: Vec<&str> = tree
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut known = TOP_LEVEL_KEYS.to_vec();
+        sections.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(sections, known);
+    }
 
     #[test]
     fn generic_names_map_to_paths_and_foreign_vars_are_ignored() {

@@ -2,6 +2,7 @@
 //! of the built binary are in `github/e2e.rs`.
 
 mod e2e;
+mod gate;
 mod local_run;
 
 /// Shared by the runs of the binary (the GitLab runs too).

@@ -12,13 +12,13 @@ use replan::llm::scenario::{Scenario, ScenarioMode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::fake_github::DEFAULT_ACTOR;
+use crate::support::fake_github::{DEFAULT_ACTOR, date};
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 use crate::support::{ConcurrentChange, FakeGitHub, Fault, TestRepo};
 
 const BASE_SCENARIO: &str = include_str!("../../scenarios/github_e2e_base.yaml");
-const BRANCH: &str = "replan-history";
+pub(super) const BRANCH: &str = "replan-history";
 
 /// The base replies, each repeated so a whole cycle (and a few replans) has enough, after the
 /// test's own steps (used first, once each).
@@ -43,18 +43,18 @@ pub fn scenario(overrides: &str) -> Scenario {
     }
 }
 
-struct World {
-    fake: FakeGitHub,
-    llm: LlmServer,
+pub(super) struct World {
+    pub(super) fake: FakeGitHub,
+    pub(super) llm: LlmServer,
     _origin: TestRepo,
     checkout: TestRepo,
-    files: TempDir,
+    pub(super) files: TempDir,
     /// Each run of the binary is a new workflow run with its own id.
     runs: std::cell::Cell<u32>,
 }
 
 impl World {
-    fn new(overrides: &str) -> Self {
+    pub(super) fn new(overrides: &str) -> Self {
         let fake = FakeGitHub::start();
         let origin = TestRepo::bare();
         let checkout = TestRepo::clone_from(&origin);
@@ -73,7 +73,7 @@ impl World {
     }
 
     /// A fixture payload rewritten to point at the fake's repository and `number`.
-    fn payload(&self, fixture: &str, patch: impl FnOnce(&mut Value)) -> PathBuf {
+    pub(super) fn payload(&self, fixture: &str, patch: impl FnOnce(&mut Value)) -> PathBuf {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/github-events")
             .join(format!("{fixture}.json"));
@@ -93,7 +93,7 @@ impl World {
         out
     }
 
-    fn issue_opened(&self, number: u64, author: &str) -> PathBuf {
+    pub(super) fn issue_opened(&self, number: u64, author: &str) -> PathBuf {
         let issue = self.fake.issue(number).expect("seeded issue");
         self.payload("issues.opened.15", |v| {
             v["issue"]["number"] = json!(number);
@@ -105,7 +105,7 @@ impl World {
         })
     }
 
-    fn comment_created(&self, number: u64, comment_id: u64) -> PathBuf {
+    pub(super) fn comment_created(&self, number: u64, comment_id: u64) -> PathBuf {
         let comment = self.fake.comment(comment_id).expect("seeded comment");
         let is_bot = comment.user.ends_with("[bot]");
         self.payload("issue_comment.created.0", |v| {
@@ -114,14 +114,15 @@ impl World {
             v["comment"]["body"] = json!(comment.body);
             v["comment"]["user"]["login"] = json!(comment.user);
             v["comment"]["user"]["type"] = json!(if is_bot { "Bot" } else { "User" });
-            v["comment"]["created_at"] = json!("2024-05-01T12:00:00Z");
-            v["comment"]["updated_at"] = json!("2024-05-01T12:00:00Z");
+            // The payload's copy is the comment as the fake holds it when the event fires.
+            v["comment"]["created_at"] = json!(date(comment.created_at));
+            v["comment"]["updated_at"] = json!(date(comment.updated_at));
             v["sender"]["login"] = json!(comment.user);
             v["sender"]["type"] = json!(if is_bot { "Bot" } else { "User" });
         })
     }
 
-    fn env(&self, event: &str, payload: &Path) -> BTreeMap<String, String> {
+    pub(super) fn env(&self, event: &str, payload: &Path) -> BTreeMap<String, String> {
         let file = |name: &str| self.files.path().join(name).display().to_string();
         let mut env: BTreeMap<String, String> = [
             ("GITHUB_ACTIONS", "true".to_owned()),
@@ -155,7 +156,7 @@ impl World {
         env
     }
 
-    fn run(&self, env: &BTreeMap<String, String>) -> std::process::Output {
+    pub(super) fn run(&self, env: &BTreeMap<String, String>) -> std::process::Output {
         let mut command = Command::cargo_bin("replan").expect("the replan binary");
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR"] {
@@ -174,19 +175,19 @@ impl World {
         command.output().expect("run replan")
     }
 
-    fn outputs(&self) -> BTreeMap<String, String> {
+    pub(super) fn outputs(&self) -> BTreeMap<String, String> {
         let text =
             std::fs::read_to_string(self.files.path().join("output.txt")).unwrap_or_default();
         replan::actions::outputs::parse(&text).into_iter().collect()
     }
 
-    fn history(&self, number: u64) -> String {
+    pub(super) fn history(&self, number: u64) -> String {
         self.fake
             .file_at_ref(BRANCH, &format!("planning_history/issues/{number}.jsonl"))
             .unwrap_or_default()
     }
 
-    fn types(&self, number: u64) -> Vec<String> {
+    pub(super) fn types(&self, number: u64) -> Vec<String> {
         jsonl::parse(&self.history(number))
             .entries
             .iter()
@@ -195,7 +196,7 @@ impl World {
     }
 
     /// The branch the pull request tool pushes must exist on the fake for it to accept the PR.
-    fn prepare_pull_request_branch(&self, number: u64) {
+    pub(super) fn prepare_pull_request_branch(&self, number: u64) {
         let main = self.fake.ref_sha("main").unwrap();
         let branch = format!("replan/issue-{number}");
         self.fake.set_ref(&branch, &main);
@@ -203,7 +204,7 @@ impl World {
     }
 }
 
-fn text(output: &std::process::Output) -> String {
+pub(super) fn text(output: &std::process::Output) -> String {
     format!(
         "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
         output.status.code(),
@@ -212,7 +213,7 @@ fn text(output: &std::process::Output) -> String {
     )
 }
 
-fn ours(body: &str) -> bool {
+pub(super) fn ours(body: &str) -> bool {
     body.trim_start().starts_with("<!-- replan:")
 }
 
@@ -316,40 +317,6 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
     for comment in world.fake.comments(number) {
         assert!(!comment.body.contains(&world.fake.token()));
     }
-}
-
-#[test]
-fn github_e2e_non_collaborator_comment_is_refused_politely_and_exits_0() {
-    let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world.fake.seed_issue("Title", "Body", "alice");
-    let comment = world
-        .fake
-        .seed_comment(number, "mallory", "/replan do something else");
-    let payload = world.comment_created(number, comment);
-
-    let output = world.run(&world.env("issue_comment", &payload));
-
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let replies: Vec<_> = world
-        .fake
-        .comments(number)
-        .into_iter()
-        .filter(|c| c.user == DEFAULT_ACTOR)
-        .collect();
-    assert_eq!(replies.len(), 1, "one short reply");
-    assert!(replies[0].body.contains("@mallory"), "{}", replies[0].body);
-    assert!(
-        replies[0].body.contains("write access"),
-        "{}",
-        replies[0].body
-    );
-    assert!(ours(&replies[0].body), "the reply carries our marker");
-    assert!(
-        world.llm.requests().is_empty(),
-        "no LLM call for a refused trigger"
-    );
-    assert!(world.fake.ref_sha(BRANCH).is_none(), "no history written");
 }
 
 #[test]
@@ -489,12 +456,12 @@ fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
     );
 }
 
-fn comment_by(world: &World, number: u64, author: &str, body: &str) -> PathBuf {
+pub(super) fn comment_by(world: &World, number: u64, author: &str, body: &str) -> PathBuf {
     let id = world.fake.seed_comment(number, author, body);
     world.comment_created(number, id)
 }
 
-fn checklist_of(world: &World, number: u64) -> String {
+pub(super) fn checklist_of(world: &World, number: u64) -> String {
     world
         .fake
         .comments(number)
@@ -730,43 +697,6 @@ fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
         "the sweep answered with the assumptions"
     );
     assert_eq!(world.outputs()["status"], "completed");
-}
-
-#[test]
-fn github_e2e_comment_edited_after_the_run_started_is_not_trusted() {
-    let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world.fake.seed_issue("Title", "Body", "alice");
-    let comment = world.fake.seed_comment(number, "alice", "/status");
-    let payload = world.comment_created(number, comment);
-    // The author edits the comment after the job started: its edit time is in the future of
-    // the run's start (the fake's clock is moved a day past the wall clock).
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    world.fake.advance_clock(now - world.fake.now() + 86_400);
-    world
-        .fake
-        .edit_comment(comment, "/replan goal do something else entirely");
-
-    let output = world.run(&world.env("issue_comment", &payload));
-
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let replies: Vec<_> = world
-        .fake
-        .comments(number)
-        .into_iter()
-        .filter(|c| c.user == DEFAULT_ACTOR)
-        .collect();
-    assert_eq!(replies.len(), 1);
-    assert!(
-        replies[0].body.contains("edited after I started"),
-        "{}",
-        replies[0].body
-    );
-    assert!(world.llm.requests().is_empty());
-    assert!(world.fake.ref_sha(BRANCH).is_none());
 }
 
 const LLM_DOWN: &str = r#"

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::ci_job::{ONE_TASK, job, run, text};
 use crate::github::e2e_support::scenario;
-use crate::support::fake_gitlab::{Awardable, Noteable, access};
+use crate::support::fake_gitlab::{Awardable, Noteable, access, date};
 use crate::support::llm_server::LlmServer;
 use crate::support::{ConcurrentChange, FakeGitLab, TestRepo};
 
@@ -81,6 +81,11 @@ fn note_hook(
     hook["object_attributes"]["project_id"] = json!(fake.project_id());
     hook["issue"]["iid"] = json!(iid);
     hook["issue"]["state"] = json!("opened");
+    // The payload's copy is the note as the fake holds it when the hook fires.
+    if let Some(note) = fake.note(note_id) {
+        hook["object_attributes"]["created_at"] = json!(date(note.created_at));
+        hook["object_attributes"]["updated_at"] = json!(date(note.updated_at));
+    }
     let path = dir.join(format!("note_hook-{note_id}.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&hook).unwrap()).unwrap();
     path

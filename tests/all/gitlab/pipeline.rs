@@ -58,26 +58,42 @@ fn gitlab_pipeline_for_an_issue_plans_executes_and_commits_history() {
 }
 
 #[test]
-fn gitlab_pipeline_by_a_reporter_is_refused_with_a_reply() {
-    let fake = FakeGitLab::start();
-    fake.add_member("rita", access::REPORTER);
-    let iid = fake.seed_issue("Title", "Body", "rita");
-    let llm = LlmServer::start(scenario(""));
-    let checkout = TestRepo::new();
+fn gitlab_pipeline_by_a_reporter_is_refused_silently_or_with_one_reply_when_configured() {
+    for reply in [false, true] {
+        let fake = FakeGitLab::start();
+        fake.add_member("rita", access::REPORTER);
+        let iid = fake.seed_issue("Title", "Body", "rita");
+        let llm = LlmServer::start(scenario(""));
+        let checkout = TestRepo::new();
 
-    let output = run(
-        &fake,
-        &llm,
-        &checkout,
-        &[
-            ("REPLAN_ISSUE_IID", iid.to_string()),
-            ("GITLAB_USER_LOGIN", "rita".to_owned()),
-        ],
-    );
+        let output = run(
+            &fake,
+            &llm,
+            &checkout,
+            &[
+                ("REPLAN_ISSUE_IID", iid.to_string()),
+                ("GITLAB_USER_LOGIN", "rita".to_owned()),
+                ("REPLAN_GATE__REPLY_TO_OUTSIDERS", reply.to_string()),
+            ],
+        );
 
-    assert_eq!(output.status.code(), Some(0));
-    let notes = fake.notes(Noteable::Issue(iid));
-    assert_eq!(notes.len(), 1, "{notes:#?}");
-    assert!(notes[0].body.contains("@rita"), "{}", notes[0].body);
-    assert!(llm.requests().is_empty());
+        assert_eq!(output.status.code(), Some(0));
+        let writes: Vec<_> = fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET")
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        let notes = fake.notes(Noteable::Issue(iid));
+        if reply {
+            assert_eq!(writes.len(), 1, "one writing request: {writes:?}");
+            assert_eq!(notes.len(), 1, "{notes:#?}");
+            assert!(notes[0].body.contains("@rita"), "{}", notes[0].body);
+            assert!(notes[0].body.chars().count() <= 400);
+        } else {
+            assert!(writes.is_empty(), "{writes:?}");
+            assert!(notes.is_empty(), "{notes:#?}");
+        }
+        assert!(llm.requests().is_empty());
+    }
 }

@@ -7,6 +7,7 @@
 
 mod git_data;
 mod json;
+pub use json::date;
 mod routes;
 
 use std::collections::BTreeMap;

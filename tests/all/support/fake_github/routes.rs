@@ -14,6 +14,9 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
     let segments = request.segments();
     let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
     let method = request.method.as_str();
+    if parts.as_slice() == ["graphql"] && method == "POST" {
+        return graphql(state, request);
+    }
     let ["repos", owner, name, rest @ ..] = parts.as_slice() else {
         return not_found();
     };
@@ -373,4 +376,22 @@ fn pull_json(state: &State, pull: &PullRequest) -> Value {
             "sha": base_sha,
         },
     })
+}
+
+/// GraphQL: only `viewer { login }`, answered with the token's account.
+fn graphql(state: &State, request: &FakeRequest) -> FakeResponse {
+    let query = request
+        .json()
+        .ok()
+        .and_then(|body: Value| body.get("query").and_then(Value::as_str).map(str::to_owned));
+    match query {
+        Some(q) if q.contains("viewer") && q.contains("login") => FakeResponse::json(
+            200,
+            &json!({ "data": { "viewer": { "login": state.actor } } }),
+        ),
+        _ => FakeResponse::json(
+            200,
+            &json!({ "errors": [{ "message": "unsupported query" }] }),
+        ),
+    }
 }

@@ -6,6 +6,7 @@
 //! [`FakeGitLab::api_url`] (`…/api/v4`).
 
 mod json;
+pub use json::date;
 mod repository;
 mod routes;
 

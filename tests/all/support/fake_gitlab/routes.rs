@@ -83,6 +83,11 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
     let method = request.method.as_str();
     let rest = match parts.as_slice() {
         ["api", "v4", "users"] if method == "GET" => return users(state, request),
+        // The token's own user.
+        ["api", "v4", "user"] if method == "GET" => {
+            let actor = state.actor.clone();
+            return FakeResponse::json(200, &shapes::user(state, &actor));
+        }
         ["api", "v4", "projects", project, rest @ ..] => {
             if *project != PROJECT_ID.to_string() && *project != PROJECT_PATH {
                 return not_found("Project");

@@ -1,0 +1,325 @@
+//! Issue 17 on GitHub: the binary acts only when asked, writes nothing for what is not addressed
+//! to it, answers closed threads and plan-less commands once, edits only its own checklist and
+//! acts on the comment as it is now. Each test asserts the exact writing requests.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::e2e::{BRANCH, World, comment_by, ours, text};
+use crate::support::fake_github::DEFAULT_ACTOR;
+
+/// Every request that writes (POST, PATCH, PUT, DELETE), as `METHOD path`.
+fn writes(world: &World) -> Vec<String> {
+    world
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+fn patch_payload(path: &Path, change: impl FnOnce(&mut Value)) {
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    change(&mut value);
+    std::fs::write(path, serde_json::to_string(&value).unwrap()).unwrap();
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn github_gate_plain_comment_without_a_pending_question_writes_nothing() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let payload = comment_by(&world, number, "alice", "Looks good to me, thanks!");
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(writes(&world).is_empty(), "{:?}", writes(&world));
+    assert!(
+        stderr(&output).contains("neither mentions @replan nor starts a line with a /command"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        world
+            .fake
+            .requests_to("GET", "/repos/octo/widgets/collaborators")
+            .is_empty(),
+        "no permission look-up for a comment that is not addressed to Replan"
+    );
+    assert!(world.llm.requests().is_empty());
+}
+
+#[test]
+fn github_gate_commands_in_code_quotes_html_and_lists_write_nothing() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    for body in [
+        "```\n/replan\n```",
+        "Run `/replan` when ready.",
+        "> I said\n/replan",
+        "<pre>\n/replan\n</pre>",
+        "<code>/replan</code>",
+        "<div>\n/status\n</div>",
+        "Commands:\n\n- /approve\n- /stop",
+        "mail me@replan.dev",
+    ] {
+        let payload = comment_by(&world, number, "alice", body);
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(output.status.code(), Some(0), "{body:?}: {}", text(&output));
+        assert!(writes(&world).is_empty(), "{body:?}: {:?}", writes(&world));
+    }
+    assert!(world.llm.requests().is_empty());
+}
+
+#[test]
+fn github_gate_outsiders_get_nothing_by_default_and_one_short_reply_when_configured() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    world.fake.add_collaborator("rita", "read");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    for (author, body) in [
+        ("mallory", "/replan do something else"),
+        ("rita", "@replan please plan this"),
+    ] {
+        let payload = comment_by(&world, number, author, body);
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert!(writes(&world).is_empty(), "{author}: {:?}", writes(&world));
+    }
+
+    let payload = comment_by(&world, number, "mallory", "/replan do something else");
+    let mut env = world.env("issue_comment", &payload);
+    env.insert("REPLAN_GATE__REPLY_TO_OUTSIDERS".into(), "true".into());
+    let output = world.run(&env);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        writes(&world),
+        [format!("POST /repos/octo/widgets/issues/{number}/comments")],
+        "one writing request: the reply, no reaction"
+    );
+    let replies: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR)
+        .collect();
+    assert_eq!(replies.len(), 1);
+    let reply = &replies[0].body;
+    assert!(
+        reply.contains("@mallory") && reply.contains("write access"),
+        "{reply}"
+    );
+    assert!(reply.chars().count() <= 400, "{reply}");
+    assert!(ours(reply), "the reply carries our marker");
+    assert!(world.llm.requests().is_empty(), "no planning for outsiders");
+    assert!(world.fake.ref_sha(BRANCH).is_none(), "no history written");
+}
+
+#[test]
+fn github_gate_closed_issues_are_not_planned_and_commands_get_one_closed_reply() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Done already", "Closed by #2", "alice");
+    world
+        .fake
+        .with_issue(number, |issue| issue.state = "closed".into());
+
+    // The label added after the issue was closed (the event says `closed`).
+    let labeled = world.payload("issues.labeled.9", |v| {
+        v["issue"]["number"] = json!(number);
+        v["issue"]["state"] = json!("closed");
+        v["label"]["name"] = json!("replan");
+        v["sender"]["login"] = json!("alice");
+    });
+    let output = world.run(&world.env("issues", &labeled));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // A dispatch does not say: the state comes from the forge.
+    let dispatch = world.payload("workflow_dispatch.issue", |v| {
+        v["inputs"] = json!({ "issue": number.to_string() });
+        v["sender"]["login"] = json!("alice");
+    });
+    let output = world.run(&world.env("workflow_dispatch", &dispatch));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(writes(&world).is_empty(), "{:?}", writes(&world));
+
+    for command in ["/replan", "/resume"] {
+        world.fake.clear_requests();
+        let payload = comment_by(&world, number, "alice", command);
+        patch_payload(&payload, |v| v["issue"]["state"] = json!("closed"));
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert_eq!(
+            writes(&world),
+            [format!("POST /repos/octo/widgets/issues/{number}/comments")],
+            "{command}: one reply"
+        );
+        let reply = world.fake.comments(number).pop().unwrap();
+        assert_eq!(reply.user, DEFAULT_ACTOR);
+        assert!(reply.body.contains("closed"), "{}", reply.body);
+    }
+    assert!(world.llm.requests().is_empty());
+    assert!(world.fake.ref_sha(BRANCH).is_none());
+}
+
+#[test]
+fn github_gate_commands_without_a_plan_reply_once_and_change_nothing() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    for command in ["/status", "/approve", "/stop", "/resume"] {
+        world.fake.clear_requests();
+        let payload = comment_by(&world, number, "alice", command);
+        let output = world.run(&world.env("issue_comment", &payload));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert_eq!(
+            writes(&world),
+            [format!("POST /repos/octo/widgets/issues/{number}/comments")],
+            "{command}: one reply, no reaction, no checklist"
+        );
+        let reply = world.fake.comments(number).pop().unwrap();
+        assert!(
+            reply.body.contains("no plan yet for this thread"),
+            "{}",
+            reply.body
+        );
+        assert!(!reply.body.contains("Planning"), "{}", reply.body);
+    }
+    assert!(world.fake.ref_sha(BRANCH).is_none(), "no history");
+    assert!(
+        world.outputs().get("status").is_none(),
+        "{:?}",
+        world.outputs()
+    );
+    assert!(world.llm.requests().is_empty());
+}
+
+#[test]
+fn github_gate_a_marked_comment_by_someone_else_is_never_edited() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    let bait_body = "<!-- replan:checklist -->\nI am the checklist now";
+    let bait = world.fake.seed_comment(number, "mallory", bait_body);
+
+    let output = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        world
+            .fake
+            .requests_to(
+                "PATCH",
+                &format!("/repos/octo/widgets/issues/comments/{bait}")
+            )
+            .is_empty(),
+        "{:?}",
+        writes(&world)
+    );
+    assert_eq!(world.fake.comment(bait).unwrap().body, bait_body);
+    let checklists: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR && c.body.starts_with("<!-- replan:checklist -->"))
+        .collect();
+    assert_eq!(checklists.len(), 1, "our own checklist was posted");
+}
+
+#[test]
+fn github_gate_our_marked_checklist_is_found_through_the_graphql_viewer_when_history_lost_it() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    world
+        .fake
+        .seed_comment(number, "mallory", "<!-- replan:checklist -->\nbait");
+    let ours_before =
+        world
+            .fake
+            .seed_comment(number, DEFAULT_ACTOR, "<!-- replan:checklist -->\nold");
+    let mut env = world.env("issues", &world.issue_opened(number, "alice"));
+    env.insert(
+        "GITHUB_GRAPHQL_URL".into(),
+        format!("{}/graphql", world.fake.base_url()),
+    );
+
+    let output = world.run(&env);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.fake.requests_to("POST", "/graphql").len(), 1);
+    let checklists: Vec<_> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR && c.body.starts_with("<!-- replan:checklist -->"))
+        .collect();
+    assert_eq!(checklists.len(), 1, "{checklists:#?}");
+    assert_eq!(checklists[0].id, ours_before, "our old checklist, edited");
+    assert!(checklists[0].body.contains("Write hello.md"));
+}
+
+#[test]
+fn github_gate_a_comment_edited_since_the_event_is_not_acted_on() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Title", "Body", "alice");
+    let comment = world.fake.seed_comment(number, "alice", "/status");
+    let payload = world.comment_created(number, comment);
+    world
+        .fake
+        .edit_comment(comment, "/replan goal do something else entirely");
+
+    let output = world.run(&world.env("issue_comment", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(writes(&world).is_empty(), "{:?}", writes(&world));
+    assert!(stderr(&output).contains("edited"), "{}", text(&output));
+    assert!(world.llm.requests().is_empty());
+    assert!(world.fake.ref_sha(BRANCH).is_none());
+}
+
+#[test]
+fn github_gate_dispatch_with_the_example_s_input_plans_the_issue() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    let dispatch = world.payload("workflow_dispatch.issue", |v| {
+        v["inputs"] = json!({ "issue": number.to_string() });
+        v["sender"]["login"] = json!("alice");
+    });
+
+    let output = world.run(&world.env("workflow_dispatch", &dispatch));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.outputs()["status"], "completed");
+    assert_eq!(
+        world
+            .fake
+            .requests_to("GET", &format!("/repos/octo/widgets/issues/{number}"))
+            .iter()
+            .filter(|r| r.path == format!("/repos/octo/widgets/issues/{number}"))
+            .count(),
+        1,
+        "the issue is read once (state, title and body)"
+    );
+}
