@@ -197,7 +197,7 @@ fn github_gate_commands_without_a_plan_reply_once_and_change_nothing() {
     }
     assert!(world.fake.ref_sha(BRANCH).is_none(), "no history");
     assert!(
-        world.outputs().get("status").is_none(),
+        !world.outputs().contains_key("status"),
         "{:?}",
         world.outputs()
     );
