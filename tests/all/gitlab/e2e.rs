@@ -60,7 +60,7 @@ fn checklist(fake: &FakeGitLab, noteable: Noteable) -> crate::support::fake_gitl
 
 /// A Note Hook payload in the shape of `tests/fixtures/gitlab-events/note_hook.issue.json`, for
 /// note `note_id` by `author` on issue `iid` of the fake's project, written to a file in `dir`.
-fn note_hook(
+pub(super) fn note_hook(
     fake: &FakeGitLab,
     dir: &Path,
     iid: u64,

@@ -3,6 +3,7 @@
 
 mod ci_job;
 mod e2e;
+mod gate;
 mod pipeline;
 
 use std::collections::BTreeMap;
