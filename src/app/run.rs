@@ -268,15 +268,8 @@ async fn ci_run(
     backend: impl Fn(&Config) -> Arc<dyn HistoryBackend>,
     run_url: Option<String>,
 ) -> Result<Exit, CliError> {
-    ctx.workflow.group("Replan: trigger and gate");
-    tracing::info!(
-        event = %trigger.event,
-        actor = %trigger.actor.login,
-        thread = ?trigger.thread.map(|t| t.to_string()),
-        "trigger"
-    );
     let rules = start_rules(&ctx.config, trigger.forge);
-    let mut verdict = Verdict::Go;
+    // A comment not addressed to Replan leaves one log line and nothing else.
     if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
         let state = match load_thread(backend(&ctx.config).as_ref(), &thread).await {
             Ok(loaded) => Some(loaded.state),
@@ -285,12 +278,20 @@ async fn ci_run(
                 None
             }
         };
-        verdict = gating::plain_comment(&trigger, state.as_ref(), &rules);
+        let verdict = gating::plain_comment(&trigger, state.as_ref(), &rules);
+        if verdict != Verdict::Go {
+            return not_acting(forge.as_ref(), trigger.thread, verdict).await;
+        }
     }
-    if verdict == Verdict::Go {
-        let refetch = !is_review_comment(&trigger);
-        verdict = gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
-    }
+    ctx.workflow.group("Replan: trigger and gate");
+    tracing::info!(
+        event = %trigger.event,
+        actor = %trigger.actor.login,
+        thread = ?trigger.thread.map(|t| t.to_string()),
+        "trigger"
+    );
+    let refetch = !is_review_comment(&trigger);
+    let mut verdict = gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
     if verdict == Verdict::Go {
         let decision = gate(&ctx, &trigger, forge.as_ref()).await;
         verdict = gating::refused(

@@ -159,6 +159,62 @@ fn every_github_fixture_has_an_expectation() {
     );
 }
 
+/// Every example payload, under every event name Replan listens to, is parsed or refused with
+/// an error that names the file: no panic, no silent misreading.
+#[test]
+fn every_payload_under_every_event_name_parses_or_is_refused_cleanly() {
+    let events = [
+        "issues",
+        "issue_comment",
+        "pull_request",
+        "pull_request_target",
+        "pull_request_review_comment",
+        "workflow_dispatch",
+        "schedule",
+        "push",
+    ];
+    let rules = [
+        StartRules::default(),
+        StartRules {
+            comments: false,
+            issues: EventSet {
+                opened: false,
+                reopened: false,
+                labeled: false,
+            },
+            ..StartRules::default()
+        },
+    ];
+    for forge in ["github-events", "gitlab-events"] {
+        for name in fixture_names(forge) {
+            let path = fixture_dir(forge).join(&name);
+            for event in events {
+                for rules in &rules {
+                    if let Err(e) = load_actions_event(event, &path, rules) {
+                        let message = e.to_string();
+                        assert!(
+                            message.contains(&name),
+                            "{forge}/{name} as {event}: {message}"
+                        );
+                    }
+                }
+            }
+            let json = std::fs::read_to_string(&path).unwrap();
+            for rules in &rules {
+                let mut vars = gitlab_vars(None, true);
+                vars.insert("TRIGGER_PAYLOAD".into(), json.clone());
+                if let Err(e) = from_gitlab(&vars, rules) {
+                    let message = e.to_string();
+                    assert!(
+                        message.contains("TRIGGER_PAYLOAD"),
+                        "{forge}/{name}: {message}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn the_configured_label_starts_a_cycle_and_the_labeler_is_the_actor() {
     let rules = StartRules {

@@ -41,8 +41,14 @@ fn github_gate_plain_comment_without_a_pending_question_writes_nothing() {
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(writes(&world).is_empty(), "{:?}", writes(&world));
+    let log = stderr(&output);
+    assert_eq!(
+        log.lines().filter(|l| !l.trim().is_empty()).count(),
+        1,
+        "one log line: {log}"
+    );
     assert!(
-        stderr(&output).contains("neither mentions @replan nor starts a line with a /command"),
+        log.contains("neither mentions @replan nor starts a line with a /command"),
         "{}",
         text(&output)
     );
@@ -321,5 +327,16 @@ fn github_gate_dispatch_with_the_example_s_input_plans_the_issue() {
             .count(),
         1,
         "the issue is read once (state, title and body)"
+    );
+    let outside_history: Vec<_> = world
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| !r.path.contains("/git/"))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        outside_history.len() <= 40,
+        "at most 40 non-history requests per cycle: {outside_history:#?}"
     );
 }
