@@ -26,6 +26,42 @@ fn patch_payload(path: &Path, change: impl FnOnce(&mut Value)) {
     std::fs::write(path, serde_json::to_string(&value).unwrap()).unwrap();
 }
 
+/// Runs `payload` (an `issue_comment`) and checks that the one write was a reply holding `needle`.
+fn one_reply(world: &World, number: u64, payload: &Path, needle: &str) {
+    world.fake.clear_requests();
+    let output = world.run(&world.env("issue_comment", payload));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        writes(world),
+        [format!("POST /repos/octo/widgets/issues/{number}/comments")],
+        "one reply, no reaction, no checklist"
+    );
+    let reply = world.fake.comments(number).pop().unwrap();
+    assert_eq!(reply.user, DEFAULT_ACTOR);
+    assert!(reply.body.contains(needle), "{}", reply.body);
+    assert!(!reply.body.contains("Planning"), "{}", reply.body);
+}
+
+/// An issue by a writer, with the branch its pull request will use.
+fn hello_issue(world: &World) -> u64 {
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+    world.prepare_pull_request_branch(number);
+    number
+}
+
+/// The checklist comments Replan itself wrote on the issue.
+fn our_checklists(world: &World, number: u64) -> Vec<crate::support::fake_github::Comment> {
+    world
+        .fake
+        .comments(number)
+        .into_iter()
+        .filter(|c| c.user == DEFAULT_ACTOR && c.body.starts_with("<!-- replan:checklist -->"))
+        .collect()
+}
+
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -160,19 +196,9 @@ fn github_gate_closed_issues_are_not_planned_and_commands_get_one_closed_reply()
     assert!(writes(&world).is_empty(), "{:?}", writes(&world));
 
     for command in ["/replan", "/resume"] {
-        world.fake.clear_requests();
         let payload = comment_by(&world, number, "alice", command);
         patch_payload(&payload, |v| v["issue"]["state"] = json!("closed"));
-        let output = world.run(&world.env("issue_comment", &payload));
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-        assert_eq!(
-            writes(&world),
-            [format!("POST /repos/octo/widgets/issues/{number}/comments")],
-            "{command}: one reply"
-        );
-        let reply = world.fake.comments(number).pop().unwrap();
-        assert_eq!(reply.user, DEFAULT_ACTOR);
-        assert!(reply.body.contains("closed"), "{}", reply.body);
+        one_reply(&world, number, &payload, "closed");
     }
     assert!(world.llm.requests().is_empty());
     assert!(world.fake.ref_sha(BRANCH).is_none());
@@ -184,22 +210,8 @@ fn github_gate_commands_without_a_plan_reply_once_and_change_nothing() {
     world.fake.add_collaborator("alice", "write");
     let number = world.fake.seed_issue("Title", "Body", "alice");
     for command in ["/status", "/approve", "/stop", "/resume"] {
-        world.fake.clear_requests();
         let payload = comment_by(&world, number, "alice", command);
-        let output = world.run(&world.env("issue_comment", &payload));
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-        assert_eq!(
-            writes(&world),
-            [format!("POST /repos/octo/widgets/issues/{number}/comments")],
-            "{command}: one reply, no reaction, no checklist"
-        );
-        let reply = world.fake.comments(number).pop().unwrap();
-        assert!(
-            reply.body.contains("no plan yet for this thread"),
-            "{}",
-            reply.body
-        );
-        assert!(!reply.body.contains("Planning"), "{}", reply.body);
+        one_reply(&world, number, &payload, "no plan yet for this thread");
     }
     assert!(world.fake.ref_sha(BRANCH).is_none(), "no history");
     assert!(
@@ -213,11 +225,7 @@ fn github_gate_commands_without_a_plan_reply_once_and_change_nothing() {
 #[test]
 fn github_gate_a_marked_comment_by_someone_else_is_never_edited() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = hello_issue(&world);
     let bait_body = "<!-- replan:checklist -->\nI am the checklist now";
     let bait = world.fake.seed_comment(number, "mallory", bait_body);
 
@@ -236,23 +244,14 @@ fn github_gate_a_marked_comment_by_someone_else_is_never_edited() {
         writes(&world)
     );
     assert_eq!(world.fake.comment(bait).unwrap().body, bait_body);
-    let checklists: Vec<_> = world
-        .fake
-        .comments(number)
-        .into_iter()
-        .filter(|c| c.user == DEFAULT_ACTOR && c.body.starts_with("<!-- replan:checklist -->"))
-        .collect();
+    let checklists = our_checklists(&world, number);
     assert_eq!(checklists.len(), 1, "our own checklist was posted");
 }
 
 #[test]
 fn github_gate_our_marked_checklist_is_found_through_the_graphql_viewer_when_history_lost_it() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = hello_issue(&world);
     world
         .fake
         .seed_comment(number, "mallory", "<!-- replan:checklist -->\nbait");
@@ -270,12 +269,7 @@ fn github_gate_our_marked_checklist_is_found_through_the_graphql_viewer_when_his
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(world.fake.requests_to("POST", "/graphql").len(), 1);
-    let checklists: Vec<_> = world
-        .fake
-        .comments(number)
-        .into_iter()
-        .filter(|c| c.user == DEFAULT_ACTOR && c.body.starts_with("<!-- replan:checklist -->"))
-        .collect();
+    let checklists = our_checklists(&world, number);
     assert_eq!(checklists.len(), 1, "{checklists:#?}");
     assert_eq!(checklists[0].id, ours_before, "our old checklist, edited");
     assert!(checklists[0].body.contains("Write hello.md"));
@@ -304,11 +298,7 @@ fn github_gate_a_comment_edited_since_the_event_is_not_acted_on() {
 #[test]
 fn github_gate_dispatch_with_the_example_s_input_plans_the_issue() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = hello_issue(&world);
     let dispatch = world.payload("workflow_dispatch.issue", |v| {
         v["inputs"] = json!({ "issue": number.to_string() });
         v["sender"]["login"] = json!("alice");

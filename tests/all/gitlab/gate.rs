@@ -63,12 +63,36 @@ impl World {
         )
     }
 
+    /// A pipeline started with `REPLAN_ISSUE_IID` by alice.
+    fn variables_run(&self, iid: u64) -> std::process::Output {
+        self.fake.clear_requests();
+        run(
+            &self.fake,
+            &self.llm,
+            &self.checkout,
+            &[
+                ("REPLAN_ISSUE_IID", iid.to_string()),
+                ("GITLAB_USER_LOGIN", "alice".to_owned()),
+            ],
+        )
+    }
+
     fn notes_url(&self, iid: u64) -> String {
         format!(
             "POST /api/v4/projects/{}/issues/{iid}/notes",
             self.fake.project_id()
         )
     }
+}
+
+/// Runs `payload` and checks that the one write was a note on issue `iid` holding `needle`.
+fn one_note(world: &World, iid: u64, payload: &Path, needle: &str) {
+    let output = world.hook_run(payload, "alice");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(writes(&world.fake), [world.notes_url(iid)]);
+    let reply = world.fake.notes(Noteable::Issue(iid)).pop().unwrap();
+    assert_eq!(reply.author, DEFAULT_ACTOR);
+    assert!(reply.body.contains(needle), "{}", reply.body);
 }
 
 fn patch_payload(path: &Path, change: impl FnOnce(&mut Value)) {
@@ -146,24 +170,11 @@ fn gitlab_gate_commands_on_a_closed_issue_get_one_closed_note() {
     for command in ["/replan", "/resume"] {
         let payload = world.note(iid, "alice", command);
         patch_payload(&payload, |v| v["issue"]["state"] = json!("closed"));
-        let output = world.hook_run(&payload, "alice");
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-        assert_eq!(writes(&world.fake), [world.notes_url(iid)], "{command}");
-        let reply = world.fake.notes(Noteable::Issue(iid)).pop().unwrap();
-        assert_eq!(reply.author, DEFAULT_ACTOR);
-        assert!(reply.body.contains("closed"), "{}", reply.body);
+        one_note(&world, iid, &payload, "closed");
     }
     // Pipeline variables do not say: the state is read from GitLab.
     world.fake.clear_requests();
-    let output = run(
-        &world.fake,
-        &world.llm,
-        &world.checkout,
-        &[
-            ("REPLAN_ISSUE_IID", iid.to_string()),
-            ("GITLAB_USER_LOGIN", "alice".to_owned()),
-        ],
-    );
+    let output = world.variables_run(iid);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(writes(&world.fake).is_empty(), "{:?}", writes(&world.fake));
     assert!(world.llm.requests().is_empty());
@@ -174,15 +185,8 @@ fn gitlab_gate_commands_without_a_plan_get_one_note_and_change_nothing() {
     let world = World::new();
     let iid = world.fake.seed_issue("Title", "Body", "alice");
     for command in ["/status", "/approve", "/stop"] {
-        let output = world.hook_run(&world.note(iid, "alice", command), "alice");
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-        assert_eq!(writes(&world.fake), [world.notes_url(iid)], "{command}");
-        let reply = world.fake.notes(Noteable::Issue(iid)).pop().unwrap();
-        assert!(
-            reply.body.contains("no plan yet for this thread"),
-            "{}",
-            reply.body
-        );
+        let payload = world.note(iid, "alice", command);
+        one_note(&world, iid, &payload, "no plan yet for this thread");
     }
     assert!(world.fake.branch_sha("replan-history").is_none());
 }
@@ -224,15 +228,7 @@ fn gitlab_gate_only_the_token_user_s_marked_note_is_the_checklist() {
         &format!("{CHECKLIST}\nold"),
     );
 
-    let output = run(
-        &world.fake,
-        &world.llm,
-        &world.checkout,
-        &[
-            ("REPLAN_ISSUE_IID", iid.to_string()),
-            ("GITLAB_USER_LOGIN", "alice".to_owned()),
-        ],
-    );
+    let output = world.variables_run(iid);
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let project = world.fake.project_id();
