@@ -330,3 +330,32 @@ fn github_gate_dispatch_with_the_example_s_input_plans_the_issue() {
         "at most 40 non-history requests per cycle: {outside_history:#?}"
     );
 }
+
+#[test]
+fn github_gate_bot_login_overrides_who_replan_is() {
+    let world = World::new("");
+    let number = hello_issue(&world);
+    let old = world
+        .fake
+        .seed_comment(number, DEFAULT_ACTOR, "<!-- replan:checklist -->\nold");
+    let mut env = world.env("issues", &world.issue_opened(number, "alice"));
+    env.insert(
+        "GITHUB_GRAPHQL_URL".into(),
+        format!("{}/graphql", world.fake.base_url()),
+    );
+    // An app token posting as another account: the old marked comment is not its own.
+    env.insert("REPLAN_GITHUB__BOT_LOGIN".into(), "replan-app[bot]".into());
+
+    let output = world.run(&env);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        world.fake.requests_to("POST", "/graphql").is_empty(),
+        "the configured login is not asked"
+    );
+    assert_eq!(
+        world.fake.comment(old).unwrap().body,
+        "<!-- replan:checklist -->\nold"
+    );
+    assert_eq!(our_checklists(&world, number).len(), 2, "a new checklist");
+}
