@@ -143,7 +143,7 @@ pub async fn is_closed(
 /// Closed threads are not planned: a command that would plan or run gets one reply saying so,
 /// anything else is only logged. `/status` and `/stop` still work.
 pub fn closed_thread(request: &Request, thread: &ThreadRef) -> Verdict {
-    let noun = thread_noun(thread);
+    let noun = thread.kind.noun();
     match request {
         Request::Command(Command::Status | Command::Stop) => Verdict::Go,
         Request::Command(command) => Verdict::reply(
@@ -178,14 +178,6 @@ pub fn no_plan(request: &Request, state: &SessionState) -> Verdict {
             command.name()
         ),
     )
-}
-
-fn thread_noun(thread: &ThreadRef) -> &'static str {
-    match thread.kind {
-        crate::trigger::ThreadKind::Issue => "issue",
-        crate::trigger::ThreadKind::PullRequest => "pull request",
-        crate::trigger::ThreadKind::MergeRequest => "merge request",
-    }
 }
 
 #[cfg(test)]

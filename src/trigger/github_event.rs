@@ -155,10 +155,10 @@ impl Ctx<'_> {
         match (self.event_name, action) {
             ("schedule", _) => self.sweep(),
             ("workflow_dispatch", _) => self.dispatched(),
-            ("issues", "opened" | "reopened") => self.opened("issue", ThreadKind::Issue, action),
+            ("issues", "opened" | "reopened") => self.opened(ThreadKind::Issue, action),
             ("issues" | "pull_request" | "pull_request_target", "labeled") => self.labeled(),
             ("pull_request" | "pull_request_target", "opened" | "reopened") => {
-                self.opened("pull request", ThreadKind::PullRequest, action)
+                self.opened(ThreadKind::PullRequest, action)
             }
             ("issue_comment" | "pull_request_review_comment", "created")
                 if !self.rules.comments =>
@@ -278,34 +278,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// Why a thread event does not start a cycle, if it does not: the event type is not in
-    /// `triggers.issues` / `triggers.pull_requests`, or the thread is closed.
-    fn not_starting(
-        &self,
-        noun: &str,
-        kind: ThreadKind,
-        action: &str,
-        item: &Issue,
-    ) -> Option<String> {
-        let key = match kind {
-            ThreadKind::Issue => "triggers.issues",
-            _ => "triggers.pull_requests",
-        };
-        if !self.rules.events(kind).allows(action) {
-            return Some(format!("`{action}` is not listed in `{key}`"));
-        }
-        item.is_closed()
-            .then(|| format!("the {noun} is closed; closed threads are not planned"))
-    }
-
-    fn opened(
-        &self,
-        noun: &str,
-        kind: ThreadKind,
-        action: &str,
-    ) -> Result<EventOutcome, TriggerError> {
+    fn opened(&self, kind: ThreadKind, action: &str) -> Result<EventOutcome, TriggerError> {
         let (thread, item) = self.thread()?;
-        if let Some(reason) = self.not_starting(noun, kind, action, item) {
+        if let Some(reason) = self.rules.refuses_event(kind, action, item.is_closed()) {
             return Ok(EventOutcome::ignored(reason));
         }
         let labeled = item.labels.iter().any(|l| {
@@ -320,7 +295,8 @@ impl Ctx<'_> {
         // Every new issue is planned; a pull request only when it asks for it.
         if kind != ThreadKind::Issue && !(labeled || mentioned) {
             return Ok(EventOutcome::ignored(format!(
-                "the new {noun} neither carries the `{}` label nor mentions @{}",
+                "the new {} neither carries the `{}` label nor mentions @{}",
+                kind.noun(),
                 self.rules.label,
                 self.rules.handle.trim_start_matches('@')
             )));
@@ -343,11 +319,10 @@ impl Ctx<'_> {
             )));
         }
         let (thread, item) = self.thread()?;
-        let noun = match thread.kind {
-            ThreadKind::Issue => "issue",
-            _ => "pull request",
-        };
-        if let Some(reason) = self.not_starting(noun, thread.kind, "labeled", item) {
+        if let Some(reason) = self
+            .rules
+            .refuses_event(thread.kind, "labeled", item.is_closed())
+        {
             return Ok(EventOutcome::ignored(reason));
         }
         // The person who added the label asked for the run, not the thread's author.

@@ -376,21 +376,9 @@ impl HookCtx<'_> {
                 )));
             }
         };
-        let key = match kind {
-            ThreadKind::Issue => "triggers.issues",
-            _ => "triggers.pull_requests",
-        };
-        if !self.rules.events(kind).allows(event) {
-            return Ok(EventOutcome::ignored(format!(
-                "`{event}` is not listed in `{key}`"
-            )));
-        }
         let closed = is_closed(attrs.state.as_deref());
-        if closed == Some(true) {
-            return Ok(EventOutcome::ignored(format!(
-                "the {} is closed; closed threads are not planned",
-                self.kind
-            )));
+        if let Some(reason) = self.rules.refuses_event(kind, event, closed == Some(true)) {
+            return Ok(EventOutcome::ignored(reason));
         }
         let asks = has_label(&self.hook.labels)
             || attrs

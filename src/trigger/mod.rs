@@ -202,6 +202,29 @@ impl StartRules {
         }
     }
 
+    /// Why a thread event of `kind` does not start a cycle, if it does not: its type is not
+    /// listed in the configuration, or the thread is closed.
+    pub(crate) fn refuses_event(
+        &self,
+        kind: ThreadKind,
+        action: &str,
+        closed: bool,
+    ) -> Option<String> {
+        let key = match kind {
+            ThreadKind::Issue => "triggers.issues",
+            _ => "triggers.pull_requests",
+        };
+        if !self.events(kind).allows(action) {
+            return Some(format!("`{action}` is not listed in `{key}`"));
+        }
+        closed.then(|| {
+            format!(
+                "the {} is closed; closed threads are not planned",
+                kind.noun()
+            )
+        })
+    }
+
     /// Whether a comment body is addressed to Replan: it mentions the handle or holds a command.
     pub fn addresses(&self, body: &str) -> bool {
         !matches!(classify_comment(body, self), Request::Answer { .. })

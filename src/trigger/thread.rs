@@ -34,6 +34,15 @@ impl ThreadKind {
         }
     }
 
+    /// The word for it in messages: "issue", "pull request", "merge request".
+    pub fn noun(self) -> &'static str {
+        match self {
+            ThreadKind::Issue => "issue",
+            ThreadKind::PullRequest => "pull request",
+            ThreadKind::MergeRequest => "merge request",
+        }
+    }
+
     pub fn from_dir_name(name: &str) -> Option<Self> {
         match name {
             "issues" => Some(ThreadKind::Issue),
