@@ -262,5 +262,10 @@ mod tests {
         assert!(!mentions("> @replan said", "replan"));
         assert!(!mentions("```\n@replan\n```", "replan"));
         assert!(!mentions("anything", ""));
+        assert!(
+            mentions("- @replan please look", "replan"),
+            "a list item is prose"
+        );
+        assert!(!mentions("<code>@replan</code>", "replan"));
     }
 }

@@ -590,6 +590,36 @@ mod tests {
     }
 
     #[test]
+    fn notes_on_closed_or_merged_threads_say_so_and_triggers_config_applies() {
+        let note = |noteable: &str, state: &str| {
+            format!(
+                r#"{{"object_kind":"note","user":{{"username":"a"}},"object_attributes":{{"id":1,"note":"/replan","noteable_type":"{noteable}","action":"create"}},"issue":{{"iid":2,"state":"{state}"}},"merge_request":{{"iid":3,"state":"{state}"}}}}"#
+            )
+        };
+        for (noteable, state, closed) in [
+            ("MergeRequest", "merged", true),
+            ("Issue", "closed", true),
+            ("Issue", "opened", false),
+        ] {
+            let t = run(&[("TRIGGER_PAYLOAD", &note(noteable, state))]);
+            assert_eq!(t.closed, Some(closed), "{noteable} {state}");
+        }
+        let no_comments = StartRules {
+            comments: false,
+            ..StartRules::default()
+        };
+        let outcome = from_gitlab(
+            &vars(&[("TRIGGER_PAYLOAD", &note("Issue", "opened"))]),
+            &no_comments,
+        )
+        .unwrap();
+        assert!(
+            matches!(outcome, EventOutcome::Ignored { ref reason } if reason.contains("triggers.comments")),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
     fn edited_and_system_notes_are_ignored() {
         for attrs in [
             r#""action":"update","noteable_type":"Issue""#,
