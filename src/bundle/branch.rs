@@ -33,8 +33,8 @@ pub fn apply(repo: &Path, file: &Path, branch: &str, commit: &str) -> Result<(),
             e.message
         )
     })?;
-    let heads = git(repo, &["bundle", "list-heads", &file_text, &reference], &[])
-        .map_err(|e| e.message)?;
+    let heads =
+        git(repo, &["bundle", "list-heads", &file_text, &reference], &[]).map_err(|e| e.message)?;
     let bundled = heads.split_whitespace().next().unwrap_or_default();
     if bundled != commit {
         return Err(format!(
@@ -54,5 +54,11 @@ pub fn apply(repo: &Path, file: &Path, branch: &str, commit: &str) -> Result<(),
     let refspec = format!("{reference}:{reference}");
     git(repo, &["fetch", "--quiet", &file_text, &refspec], &[])
         .map(|_| ())
-        .map_err(|e| format!("cannot fetch `{branch}` from {}: {}", file.display(), e.message))
+        .map_err(|e| {
+            format!(
+                "cannot fetch `{branch}` from {}: {}",
+                file.display(),
+                e.message
+            )
+        })
 }

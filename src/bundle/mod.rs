@@ -80,7 +80,10 @@ pub enum Write {
         request: PullRequestRequest,
     },
     /// Lines for the thread's history file.
-    History { thread: ThreadRef, entries: Vec<Entry> },
+    History {
+        thread: ThreadRef,
+        entries: Vec<Entry>,
+    },
 }
 
 impl Manifest {
@@ -133,7 +136,11 @@ pub fn prepare_dir(dir: &Path) -> Result<PathBuf, String> {
     } else {
         dir.to_path_buf()
     };
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("--bundle {}: cannot create the directory: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "--bundle {}: cannot create the directory: {e}",
+            dir.display()
+        )
+    })?;
     Ok(dir)
 }

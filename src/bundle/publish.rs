@@ -55,7 +55,7 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
         } = write
         {
             branch::apply(&workspace, &bundle_file(&dir, file)?, name, commit)
-                .map_err(|e| CliError::failure(format!("error: {e}")))?;
+                .map_err(CliError::failure)?;
         }
     }
     let mut publisher = Publishing {
@@ -79,7 +79,7 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
         Ok(Exit::Ok)
     } else {
         Err(CliError::failure(format!(
-            "error: {} write(s) could not be published: {}",
+            "{} write(s) could not be published: {}",
             publisher.failures.len(),
             publisher.failures.join("; ")
         )))
@@ -93,7 +93,7 @@ fn bundle_file(dir: &Path, file: &str) -> Result<PathBuf, CliError> {
         .is_some_and(|name| name == std::ffi::OsStr::new(file));
     if !plain {
         return Err(CliError::usage(format!(
-            "error: the manifest names the branch file `{file}`, which is not a file in the bundle directory"
+            "the manifest names the branch file `{file}`, which is not a file in the bundle directory"
         )));
     }
     Ok(dir.join(file))
@@ -110,7 +110,7 @@ async fn connect(
             let settings = GitHubSettings::from_env(env, "").map_err(CliError::usage)?;
             if settings.repo != manifest.repo {
                 return Err(CliError::usage(format!(
-                    "error: the bundle was made for {} but this job runs for {}; publish it in the same repository's workflow",
+                    "the bundle was made for {} but this job runs for {}; publish it in the same repository's workflow",
                     manifest.repo, settings.repo
                 )));
             }
@@ -217,7 +217,10 @@ impl Publishing {
                 thread,
                 placeholder,
                 body,
-            } => match forge.post_comment(thread, &redact(&self.resolve(body))).await {
+            } => match forge
+                .post_comment(thread, &redact(&self.resolve(body)))
+                .await
+            {
                 Ok(comment) => {
                     self.ids.insert(placeholder.clone(), comment.id);
                 }
@@ -266,6 +269,11 @@ impl Publishing {
                 request.body = redact(&self.resolve(&request.body));
                 match forge.open_pull_request(&request).await {
                     Ok(opened) => {
+                        // The tool told the model "opened pull request #0 (<placeholder>)".
+                        self.ids.insert(
+                            format!("#0 ({placeholder})"),
+                            format!("#{} ({})", opened.number, opened.url),
+                        );
                         self.ids.insert(placeholder.clone(), opened.url);
                     }
                     Err(e) => self.failed(format!("the pull request from `{}`: {e}", request.head)),
@@ -277,7 +285,9 @@ impl Publishing {
                     Err(e) => return self.failed(format!("history of {thread}: {e}")),
                 };
                 match self.target.history.append(thread, &entries).await {
-                    Ok(outcome) => self.history_commit = outcome.commit.or(self.history_commit.take()),
+                    Ok(outcome) => {
+                        self.history_commit = outcome.commit.or(self.history_commit.take())
+                    }
                     Err(e) => self.failed(format!("history of {thread}: {e}")),
                 }
             }
@@ -352,7 +362,12 @@ impl Publishing {
     }
 
     /// A comment may be edited only when Replan wrote it: a bot's comment with our marker.
-    async fn owned_comment(&self, thread: &ThreadRef, id: &str, marker: &str) -> Result<(), String> {
+    async fn owned_comment(
+        &self,
+        thread: &ThreadRef,
+        id: &str,
+        marker: &str,
+    ) -> Result<(), String> {
         let comments = self
             .target
             .forge
@@ -387,10 +402,15 @@ impl Publishing {
                     (name, value)
                 })
                 .collect();
-            let values: Vec<(&str, String)> =
-                values.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+            let values: Vec<(&str, String)> = values
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.clone()))
+                .collect();
             if let Err(e) = crate::actions::outputs::append(&path, &values) {
-                tracing::warn!("could not write the step outputs to {}: {e}", path.display());
+                tracing::warn!(
+                    "could not write the step outputs to {}: {e}",
+                    path.display()
+                );
             }
         }
         if let (Some(path), Ok(text)) = (

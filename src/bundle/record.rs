@@ -101,7 +101,7 @@ impl Recorder {
 }
 
 fn forge_error(message: String) -> ForgeError {
-    ForgeError::Other(format!("error: {message}"))
+    ForgeError::Other(message)
 }
 
 /// Reads go to the real forge; writes become manifest entries with placeholder ids.
@@ -132,7 +132,11 @@ impl Forge for RecordingForge {
 
     async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
         let mut comments = self.inner.comments(thread).await?;
-        let posted = self.recorder.posted.lock().unwrap_or_else(|e| e.into_inner());
+        let posted = self
+            .recorder
+            .posted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         comments.extend(
             posted
                 .iter()
@@ -144,9 +148,9 @@ impl Forge for RecordingForge {
 
     async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
         let checklist = Self::is_checklist(body);
-        let placeholder = self
-            .recorder
-            .next_placeholder(if checklist { "checklist" } else { "comment" });
+        let placeholder =
+            self.recorder
+                .next_placeholder(if checklist { "checklist" } else { "comment" });
         let write = if checklist {
             Write::Checklist {
                 thread: *thread,
@@ -198,7 +202,11 @@ impl Forge for RecordingForge {
             }
         };
         self.recorder.record(write).map_err(forge_error)?;
-        let mut posted = self.recorder.posted.lock().unwrap_or_else(|e| e.into_inner());
+        let mut posted = self
+            .recorder
+            .posted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some((_, comment)) = posted.iter_mut().find(|(_, c)| c.id == comment_id) {
             comment.body = body.to_owned();
             comment.updated_at = Utc::now();
@@ -311,7 +319,11 @@ impl HistoryBackend for RecordingHistory {
         self.inner.threads().await
     }
 
-    async fn rewrite(&self, _thread: &ThreadRef, _text: &str) -> Result<AppendOutcome, HistoryError> {
+    async fn rewrite(
+        &self,
+        _thread: &ThreadRef,
+        _text: &str,
+    ) -> Result<AppendOutcome, HistoryError> {
         Err(HistoryError::Backend(
             "a bundle run does not rewrite history files".to_owned(),
         ))
