@@ -156,6 +156,14 @@ impl World {
     }
 
     fn run(&self, env: &BTreeMap<String, String>) -> std::process::Output {
+        self.run_args(env, &["run"])
+    }
+
+    fn run_args<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        env: &BTreeMap<String, String>,
+        args: &[S],
+    ) -> std::process::Output {
         let mut command = Command::cargo_bin("replan").expect("the replan binary");
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR"] {
@@ -169,7 +177,7 @@ impl World {
             command.env("GITHUB_RUN_ID", run.to_string());
         }
         self.runs.set(self.runs.get() + 1);
-        command.arg("run");
+        command.args(args);
         command.timeout(std::time::Duration::from_secs(120));
         command.output().expect("run replan")
     }
@@ -804,3 +812,6 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
     let types = world.types(number);
     assert!(types.contains(&"run_started".to_owned()), "{types:?}");
 }
+
+/// Split-trust mode (`--bundle` / `replan publish`) against the same world.
+mod split;
