@@ -179,6 +179,20 @@ fn origin_publisher(workspace: &Path, user: &str, token: &str) -> Arc<dyn Publis
     }
 }
 
+/// `text` with every placeholder in `ids` replaced, longest first, so that `...-1` never eats
+/// the start of `...-12`.
+fn resolve_with(ids: &BTreeMap<String, String>, text: &str) -> String {
+    if !text.contains(PLACEHOLDER_PREFIX) {
+        return text.to_owned();
+    }
+    let mut ids: Vec<(&String, &String)> = ids.iter().collect();
+    ids.sort_by_key(|(placeholder, _)| std::cmp::Reverse(placeholder.len()));
+    ids.into_iter()
+        .fold(text.to_owned(), |text, (placeholder, real)| {
+            text.replace(placeholder.as_str(), real)
+        })
+}
+
 struct Publishing {
     target: Target,
     workspace: PathBuf,
@@ -193,16 +207,7 @@ struct Publishing {
 impl Publishing {
     /// Placeholders replaced by what publishing them returned.
     fn resolve(&self, text: &str) -> String {
-        if !text.contains(PLACEHOLDER_PREFIX) {
-            return text.to_owned();
-        }
-        // Longest first, so `...-1` never eats the start of `...-12`.
-        let mut ids: Vec<(&String, &String)> = self.ids.iter().collect();
-        ids.sort_by_key(|(placeholder, _)| std::cmp::Reverse(placeholder.len()));
-        ids.into_iter()
-            .fold(text.to_owned(), |text, (placeholder, real)| {
-                text.replace(placeholder.as_str(), real)
-            })
+        resolve_with(&self.ids, text)
     }
 
     fn failed(&mut self, what: String) {
@@ -420,5 +425,40 @@ impl Publishing {
         {
             tracing::warn!("could not write the job summary to {}: {e}", path.display());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_branch_file_must_be_a_plain_name_in_the_bundle_directory() {
+        let dir = Path::new("/tmp/bundle");
+        assert_eq!(
+            bundle_file(dir, "branch-1.bundle").unwrap(),
+            dir.join("branch-1.bundle")
+        );
+        for bad in [
+            "../branch.bundle",
+            "sub/branch.bundle",
+            "/etc/passwd",
+            "..",
+            "",
+        ] {
+            let err = bundle_file(dir, bad).unwrap_err();
+            assert_eq!(err.exit, Exit::Usage, "{bad}");
+            assert!(err.message.contains("not a file in the bundle"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn placeholders_resolve_longest_first() {
+        let ids = BTreeMap::from([
+            ("replan-bundle:comment-1".to_owned(), "11".to_owned()),
+            ("replan-bundle:comment-12".to_owned(), "1212".to_owned()),
+        ]);
+        let text = "a replan-bundle:comment-12 b replan-bundle:comment-1 c";
+        assert_eq!(resolve_with(&ids, text), "a 1212 b 11 c");
     }
 }

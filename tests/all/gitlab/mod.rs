@@ -4,6 +4,7 @@
 mod ci_job;
 mod e2e;
 mod pipeline;
+mod split;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

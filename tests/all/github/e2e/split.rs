@@ -205,3 +205,43 @@ fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
     assert_eq!(ours.len(), 1, "Replan's own checklist was posted");
     assert!(ours[0].body.contains("Write hello.md"), "{}", ours[0].body);
 }
+
+/// Whatever the bundle holds, publish masks this job's secrets again before anything leaves.
+#[test]
+fn github_split_publish_masks_secrets_the_bundle_carries() {
+    let (world, number) = world_with_issue();
+    let env = world.env("issues", &world.issue_opened(number, "alice"));
+    let dir = world.files.path().join("replan-bundle");
+    let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
+    let output = world.run_args(&env, &agent_args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let token = world.fake.token();
+    let mut manifest = Manifest::load(&dir).unwrap();
+    manifest.writes.push(Write::Comment {
+        thread: replan::trigger::ThreadRef::issue(number),
+        placeholder: "replan-bundle:comment-999".into(),
+        body: format!("<!-- replan:notice:info -->\nthe token is {token}"),
+    });
+    manifest.save(&dir).unwrap();
+
+    let publish_args = [OsString::from("publish"), dir.clone().into()];
+    let output = world.run_args(&env, &publish_args);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let comments = world.fake.comments(number);
+    assert!(comments.iter().all(|c| !c.body.contains(&token)));
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.body.ends_with("the token is ***")),
+        "{comments:#?}"
+    );
+    for request in world.fake.requests() {
+        assert!(
+            !request.body.contains(&token),
+            "{} {}",
+            request.method,
+            request.path
+        );
+    }
+}
