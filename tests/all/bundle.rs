@@ -10,44 +10,17 @@ use replan::history::jsonl;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::github::e2e_support::scenario;
+use crate::github::e2e_support::{checkout, local_replan, scenario};
 use crate::support::TestRepo;
-use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 const HISTORY: &str = ".replan/planning_history/issues/7.jsonl";
 const PULLS: &str = ".replan/pulls.json";
 const BRANCH: &str = "replan/issue-7";
 
-fn checkout() -> (TestRepo, TestRepo) {
-    checkout_with("# widgets\n")
-}
-
-fn checkout_with(readme: &str) -> (TestRepo, TestRepo) {
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", readme);
-    checkout.commit_all("init");
-    checkout.run_git(&["push", "-q", "origin", "main"]);
-    (origin, checkout)
-}
-
 fn replan(llm: &LlmServer, cwd: &Path) -> Command {
-    let mut command = Command::cargo_bin("replan").unwrap();
-    command.env_clear();
-    for key in ["PATH", "HOME", "TMPDIR"] {
-        if let Ok(value) = std::env::var(key) {
-            command.env(key, value);
-        }
-    }
+    let mut command = local_replan(llm);
     command
-        .envs(isolated_git_env())
-        .env("USER", "dev")
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .current_dir(cwd)
         .timeout(std::time::Duration::from_secs(120));
     command
@@ -179,7 +152,7 @@ fn publish_refuses_a_branch_that_does_not_apply_and_writes_nothing() {
     let dir = outside.path().join("bundle");
     run_issue(&llm, &agent, Some(&dir));
     // Another repository: the bundle's base commit is not there.
-    let (other_origin, other) = checkout_with("# something else\n");
+    let other = TestRepo::new();
     std::fs::create_dir_all(other.path().join(".replan/threads")).unwrap();
     std::fs::copy(
         agent.path().join(".replan/threads/issues-7.json"),
@@ -198,7 +171,7 @@ fn publish_refuses_a_branch_that_does_not_apply_and_writes_nothing() {
     assert!(stderr.contains("does not apply"), "{stderr}");
     assert!(!other.path().join(HISTORY).exists(), "nothing written");
     assert!(!other.path().join(PULLS).exists());
-    assert!(other_origin.rev_parse(BRANCH).is_none());
+    assert!(other.rev_parse(BRANCH).is_none(), "not even fetched");
 }
 
 #[test]

@@ -202,6 +202,22 @@ impl World {
             .collect()
     }
 
+    /// Step outputs and job summary of a completed two-task cycle that opened a pull request.
+    fn assert_completed_outputs(&self) {
+        let outputs = self.outputs();
+        assert_eq!(outputs["status"], "completed");
+        assert_eq!(outputs["plan_version"], "1");
+        assert_eq!(outputs["tasks_done"], "2");
+        assert_eq!(outputs["tasks_total"], "2");
+        assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
+        assert_eq!(
+            Some(outputs["history_commit"].clone()),
+            self.fake.ref_sha(BRANCH)
+        );
+        let summary = std::fs::read_to_string(self.files.path().join("summary.md")).unwrap();
+        assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
+    }
+
     /// The branch the pull request tool pushes must exist on the fake for it to accept the PR.
     fn prepare_pull_request_branch(&self, number: u64) {
         let main = self.fake.ref_sha("main").unwrap();
@@ -298,19 +314,7 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
             .any(|e| matches!(&e.body, EntryBody::Checklist { comment_id } if *comment_id == checklists[0].id.to_string())),
         "the checklist id is stored in history"
     );
-    // Step outputs and the job summary.
-    let outputs = world.outputs();
-    assert_eq!(outputs["status"], "completed");
-    assert_eq!(outputs["plan_version"], "1");
-    assert_eq!(outputs["tasks_done"], "2");
-    assert_eq!(outputs["tasks_total"], "2");
-    assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
-    assert_eq!(
-        Some(outputs["history_commit"].clone()),
-        world.fake.ref_sha(BRANCH)
-    );
-    let summary = std::fs::read_to_string(world.files.path().join("summary.md")).unwrap();
-    assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
+    world.assert_completed_outputs();
     // Log groups, masks, and no secret in any output.
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -2,7 +2,9 @@
 //! request and pushes nothing; the publish job (`replan publish DIR`, no LLM key) makes every
 //! write, and the thread, pull request and history end as a normal run leaves them.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use super::{BRANCH, World, text};
 use crate::support::TestRepo;
@@ -32,6 +34,21 @@ fn world_with_issue() -> (World, u64) {
     (world, number)
 }
 
+/// `replan run --bundle DIR` for alice's issue; the job's environment and DIR.
+fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) {
+    let env = world.env("issues", &world.issue_opened(number, "alice"));
+    let dir = world.files.path().join("replan-bundle");
+    let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
+    let output = world.run_args(&env, &agent_args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    (env, dir)
+}
+
+fn publish_job(world: &World, env: &BTreeMap<String, String>, dir: &Path) {
+    let output = world.run_args(env, &[OsString::from("publish"), dir.into()]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+}
+
 fn checklist(world: &World, number: u64) -> Vec<String> {
     world
         .fake
@@ -55,12 +72,8 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
 
     // The agent job: read-only use of GitHub, the LLM key, a bundle directory that does not exist.
     let (world, number) = world_with_issue();
-    let env = world.env("issues", &world.issue_opened(number, "alice"));
-    let dir = world.files.path().join("replan-bundle");
-    let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
-    let output = world.run_args(&env, &agent_args);
+    let (env, dir) = agent_job(&world, number);
 
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(!world.llm.requests().is_empty(), "the agent ran the cycle");
     assert_eq!(writing_requests(&world), Vec::<String>::new());
     assert!(!world.fake.requests().is_empty(), "it did read GitHub");
@@ -76,10 +89,7 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     let llm_calls = world.llm.requests().len();
     let mut publish_env = env.clone();
     publish_env.retain(|name, _| !name.starts_with("REPLAN_LLM") && name != "OPENAI_API_KEY");
-    let publish_args = [OsString::from("publish"), dir.clone().into()];
-    let output = world.run_args(&publish_env, &publish_args);
-
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    publish_job(&world, &publish_env, &dir);
     assert_eq!(
         world.llm.requests().len(),
         llm_calls,
@@ -146,15 +156,7 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
         "the history names the real checklist comment: {history}"
     );
     // The agent's step outputs come out of the publish job, with the real values.
-    let outputs = world.outputs();
-    assert_eq!(outputs["status"], "completed");
-    assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
-    assert_eq!(
-        Some(outputs["history_commit"].clone()),
-        world.fake.ref_sha(BRANCH)
-    );
-    let summary = std::fs::read_to_string(world.files.path().join("summary.md")).unwrap();
-    assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
+    world.assert_completed_outputs();
 }
 
 /// The bundle is data from the agent job: a checklist edit aimed at someone else's comment (here
@@ -162,11 +164,7 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
 #[test]
 fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
     let (world, number) = world_with_issue();
-    let env = world.env("issues", &world.issue_opened(number, "alice"));
-    let dir = world.files.path().join("replan-bundle");
-    let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
-    let output = world.run_args(&env, &agent_args);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let (env, dir) = agent_job(&world, number);
     // Someone copies our marker, and the bundle is changed to aim the checklist at their comment.
     let forged = "<!-- replan:checklist -->\nnot Replan's checklist";
     let impostor = world.fake.seed_comment(number, "mallory", forged);
@@ -181,10 +179,7 @@ fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
     assert!(aimed > 0, "the agent rendered the checklist");
     manifest.save(&dir).unwrap();
 
-    let publish_args = [OsString::from("publish"), dir.clone().into()];
-    let output = world.run_args(&env, &publish_args);
-
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    publish_job(&world, &env, &dir);
     assert_eq!(world.fake.comment(impostor).unwrap().body, forged);
     assert!(
         world
@@ -210,11 +205,7 @@ fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
 #[test]
 fn github_split_publish_masks_secrets_the_bundle_carries() {
     let (world, number) = world_with_issue();
-    let env = world.env("issues", &world.issue_opened(number, "alice"));
-    let dir = world.files.path().join("replan-bundle");
-    let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
-    let output = world.run_args(&env, &agent_args);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let (env, dir) = agent_job(&world, number);
     let token = world.fake.token();
     let mut manifest = Manifest::load(&dir).unwrap();
     manifest.writes.push(Write::Comment {
@@ -224,10 +215,7 @@ fn github_split_publish_masks_secrets_the_bundle_carries() {
     });
     manifest.save(&dir).unwrap();
 
-    let publish_args = [OsString::from("publish"), dir.clone().into()];
-    let output = world.run_args(&env, &publish_args);
-
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    publish_job(&world, &env, &dir);
     let comments = world.fake.comments(number);
     assert!(comments.iter().all(|c| !c.body.contains(&token)));
     assert!(
