@@ -10,7 +10,7 @@ use replan::history::jsonl;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::github::e2e_support::{checkout, local_replan, scenario};
+use crate::github::e2e_support::{checkout, issue_7_run, local_replan, scenario};
 use crate::support::TestRepo;
 use crate::support::llm_server::LlmServer;
 
@@ -27,16 +27,7 @@ fn replan(llm: &LlmServer, cwd: &Path) -> Command {
 }
 
 fn run_issue(llm: &LlmServer, checkout: &TestRepo, bundle: Option<&Path>) -> std::process::Output {
-    let mut command = replan(llm, checkout.path());
-    command.args([
-        "run",
-        "--issue",
-        "7",
-        "--title",
-        "Add a hello file",
-        "--body",
-        "Please.",
-    ]);
+    let mut command = issue_7_run(llm, checkout);
     if let Some(dir) = bundle {
         command.arg("--bundle").arg(dir);
     }

@@ -39,12 +39,8 @@ pub fn local_replan(llm: &LlmServer) -> Command {
     command
 }
 
-/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
-fn run_local(
-    llm: &LlmServer,
-    checkout: &TestRepo,
-    local_dir: Option<&std::path::Path>,
-) -> std::process::Output {
+/// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT`, not started yet.
+pub fn issue_7_run(llm: &LlmServer, checkout: &TestRepo) -> Command {
     let mut command = local_replan(llm);
     command
         .args([
@@ -57,14 +53,22 @@ fn run_local(
             "Please.",
         ])
         .arg("--workspace")
-        .arg(checkout.path());
+        .arg(checkout.path())
+        .timeout(std::time::Duration::from_secs(120));
+    command
+}
+
+/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
+fn run_local(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut command = issue_7_run(llm, checkout);
     if let Some(dir) = local_dir {
         command.arg("--local-dir").arg(dir);
     }
-    let output = command
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let output = command.output().unwrap();
     assert_eq!(
         output.status.code(),
         Some(0),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{BRANCH, World, text};
+use super::{BRANCH, World, checklist_of, text};
 use crate::support::TestRepo;
 use crate::support::fake_github::DEFAULT_ACTOR;
 use replan::bundle::{Manifest, Write};
@@ -47,16 +47,6 @@ fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) 
 fn publish_job(world: &World, env: &BTreeMap<String, String>, dir: &Path) {
     let output = world.run_args(env, &[OsString::from("publish"), dir.into()]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-}
-
-fn checklist(world: &World, number: u64) -> Vec<String> {
-    world
-        .fake
-        .comments(number)
-        .into_iter()
-        .filter(|c| c.body.starts_with("<!-- replan:checklist -->"))
-        .map(|c| c.body)
-        .collect()
 }
 
 fn origin_branch(origin: &TestRepo, number: u64) -> Option<String> {
@@ -110,8 +100,10 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     assert!(writes.iter().any(|w| w.contains("/git/refs")), "{writes:?}");
 
     // The final state equals the normal run's.
-    assert_eq!(checklist(&world, number), checklist(&normal, normal_number));
-    assert_eq!(checklist(&world, number).len(), 1);
+    assert_eq!(
+        checklist_of(&world, number),
+        checklist_of(&normal, normal_number)
+    );
     let ours = |w: &World, n: u64| -> Vec<String> {
         w.fake
             .comments(n)
