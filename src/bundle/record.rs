@@ -36,6 +36,13 @@ impl Recorder {
         env: &mut BTreeMap<String, String>,
     ) -> Result<Self, String> {
         let dir = super::prepare_dir(dir)?;
+        // A bundle directory inside the checkout must not end up in the pull request's commit.
+        std::fs::write(dir.join(".gitignore"), "# Replan's bundle\n*\n").map_err(|e| {
+            format!(
+                "--bundle {}: cannot write in the directory: {e}",
+                dir.display()
+            )
+        })?;
         for (variable, file) in [("GITHUB_OUTPUT", OUTPUTS), ("GITHUB_STEP_SUMMARY", SUMMARY)] {
             let path = dir.join(file);
             let _ = std::fs::remove_file(&path);

@@ -182,3 +182,17 @@ fn publish_without_a_manifest_is_a_usage_error_naming_the_file() {
     assert!(stderr.contains("manifest.json"), "{stderr}");
     assert!(stderr.contains("--bundle"), "{stderr}");
 }
+
+#[test]
+fn a_bundle_directory_inside_the_checkout_stays_out_of_the_pull_request() {
+    let llm = LlmServer::start(scenario(""));
+    let (_origin, checkout) = checkout();
+    let dir = checkout.path().join("replan-bundle");
+
+    run_issue(&llm, &checkout, Some(&dir));
+
+    assert!(dir.join("manifest.json").is_file());
+    let files = checkout.run_git(&["ls-tree", "-r", "--name-only", BRANCH]);
+    assert!(files.lines().any(|f| f == "hello.md"), "{files}");
+    assert!(!files.contains("replan-bundle"), "{files}");
+}
