@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod app;
+pub mod bundle;
 pub mod cli;
 pub mod config;
 pub mod engine;

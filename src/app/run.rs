@@ -10,6 +10,7 @@ use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
 use super::secrets::{known_secrets, log_redactor};
 use crate::actions::log::Workflow;
+use crate::bundle::Recorder;
 use crate::cli::workspace::{overrides, resolve_workspace};
 use crate::cli::{CliError, Exit};
 use crate::config::{self, Config, LoadOptions};
@@ -50,6 +51,8 @@ pub struct RunOptions {
     pub title: Option<String>,
     pub body: Option<String>,
     pub local_dir: Option<PathBuf>,
+    /// Split-trust mode: record the forge writes in this directory instead of making them.
+    pub bundle: Option<PathBuf>,
 }
 
 /// What every part of the run shares.
@@ -61,10 +64,18 @@ struct Ctx {
     workflow: Workflow,
     run_id: String,
     started_at: DateTime<Utc>,
+    bundle: Option<Arc<Recorder>>,
 }
 
-pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit, CliError> {
+pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<Exit, CliError> {
     let started_at = Utc::now();
+    let run_id = run_id(&env);
+    let bundle = match &opts.bundle {
+        Some(dir) => Some(Arc::new(
+            Recorder::create(dir, &run_id, &mut env).map_err(CliError::usage)?,
+        )),
+        None => None,
+    };
     let workflow = Workflow::detect(&env);
     let redactor = log_redactor();
     redactor.add_secrets(known_secrets(&env, None));
@@ -96,8 +107,9 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
         load,
         config: local.config,
         workflow,
-        run_id: run_id(&env),
+        run_id,
         started_at,
+        bundle,
     };
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
     if nonempty("GITHUB_EVENT_NAME") {
@@ -268,6 +280,10 @@ async fn ci_run(
     backend: impl Fn(&Config) -> Arc<dyn HistoryBackend>,
     run_url: Option<String>,
 ) -> Result<Exit, CliError> {
+    if let Some(bundle) = &ctx.bundle {
+        bundle.set_origin(trigger.forge, &trigger.repo);
+    }
+    let forge = recorded_forge(&ctx, forge);
     let rules = start_rules(&ctx.config, trigger.forge);
     // A comment not addressed to Replan leaves one log line and nothing else.
     if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
@@ -317,7 +333,7 @@ async fn ci_run(
     redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
     ctx.workflow.mask(&redactor.current());
 
-    let backend = backend(&ctx.config);
+    let backend = recorded_history(&ctx, backend(&ctx.config));
     let bot_login = match trigger.forge {
         ForgeKind::GitLab => ctx.config.gitlab.bot_login.clone(),
         _ => ctx.config.github.bot_login.clone(),
@@ -512,6 +528,21 @@ async fn sweep(
     Ok(exit)
 }
 
+/// In split-trust mode the forge's writes go to the bundle; reads still reach the forge.
+fn recorded_forge(ctx: &Ctx, forge: Arc<dyn Forge>) -> Arc<dyn Forge> {
+    match &ctx.bundle {
+        Some(bundle) => bundle.forge(forge),
+        None => forge,
+    }
+}
+
+fn recorded_history(ctx: &Ctx, backend: Arc<dyn HistoryBackend>) -> Arc<dyn HistoryBackend> {
+    match &ctx.bundle {
+        Some(bundle) => bundle.history(backend),
+        None => backend,
+    }
+}
+
 // ----- local runs
 
 /// The local forge and history usually sit inside the workspace; a `.gitignore` of `*` in their
@@ -534,11 +565,14 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
-    let forge: Arc<dyn Forge> = local.clone();
-    let backend: Arc<dyn HistoryBackend> = Arc::new(LocalHistory::new(
-        &dir,
-        ctx.config.history.directory.clone(),
-    ));
+    let forge = recorded_forge(&ctx, local.clone());
+    let backend = recorded_history(
+        &ctx,
+        Arc::new(LocalHistory::new(
+            &dir,
+            ctx.config.history.directory.clone(),
+        )),
+    );
     let body = match opts.body.as_deref() {
         Some(spec) if spec.starts_with('@') => {
             let path = &spec[1..];
@@ -718,6 +752,9 @@ async fn cycle_on_thread(
         if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {
             tool_context.publisher = Arc::new(publisher);
         }
+    }
+    if let Some(bundle) = &ctx.bundle {
+        tool_context.publisher = bundle.publisher();
     }
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));

@@ -36,6 +36,15 @@ pub enum Command {
     /// Check plans.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Perform the writes a `replan run --bundle DIR` recorded (split-trust mode; no LLM call).
+    Publish(PublishArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The directory `replan run --bundle DIR` wrote. Run from the workspace.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -73,6 +82,11 @@ pub struct RunArgs {
     /// Directory holding the local forge and history for a local run [default: <workspace>/.replan].
     #[arg(long, value_name = "DIR")]
     pub local_dir: Option<PathBuf>,
+
+    /// Split-trust mode: make no forge writes; record them (comments, checklist, history, the
+    /// pull request's branch as a git bundle, step outputs) in DIR for `replan publish DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub bundle: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

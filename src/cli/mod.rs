@@ -27,6 +27,7 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
                 title: args.title,
                 body: args.body,
                 local_dir: args.local_dir,
+                bundle: args.bundle,
             };
             crate::app::run(options, std::env::vars().collect()).await
         }
@@ -34,5 +35,8 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::History(cmd) => history_cmd::run(cmd).await,
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
+        Command::Publish(args) => {
+            crate::bundle::publish(args.dir, std::env::vars().collect()).await
+        }
     }
 }

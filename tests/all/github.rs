@@ -8,6 +8,7 @@ mod local_run;
 /// Shared by the runs of the binary (the GitLab runs too).
 pub(crate) mod e2e_support {
     pub use super::e2e::scenario;
+    pub use super::local_run::{checkout, issue_7_run, local_replan};
 }
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bundle;
 mod cli;
 mod config;
 mod engine;

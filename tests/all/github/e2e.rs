@@ -157,6 +157,14 @@ impl World {
     }
 
     pub(super) fn run(&self, env: &BTreeMap<String, String>) -> std::process::Output {
+        self.run_args(env, &["run"])
+    }
+
+    pub(super) fn run_args<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        env: &BTreeMap<String, String>,
+        args: &[S],
+    ) -> std::process::Output {
         let mut command = Command::cargo_bin("replan").expect("the replan binary");
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR"] {
@@ -170,7 +178,7 @@ impl World {
             command.env("GITHUB_RUN_ID", run.to_string());
         }
         self.runs.set(self.runs.get() + 1);
-        command.arg("run");
+        command.args(args);
         command.timeout(std::time::Duration::from_secs(120));
         command.output().expect("run replan")
     }
@@ -193,6 +201,22 @@ impl World {
             .iter()
             .map(|e| e.body.type_name().to_owned())
             .collect()
+    }
+
+    /// Step outputs and job summary of a completed two-task cycle that opened a pull request.
+    fn assert_completed_outputs(&self) {
+        let outputs = self.outputs();
+        assert_eq!(outputs["status"], "completed");
+        assert_eq!(outputs["plan_version"], "1");
+        assert_eq!(outputs["tasks_done"], "2");
+        assert_eq!(outputs["tasks_total"], "2");
+        assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
+        assert_eq!(
+            Some(outputs["history_commit"].clone()),
+            self.fake.ref_sha(BRANCH)
+        );
+        let summary = std::fs::read_to_string(self.files.path().join("summary.md")).unwrap();
+        assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
     }
 
     /// The branch the pull request tool pushes must exist on the fake for it to accept the PR.
@@ -291,19 +315,7 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
             .any(|e| matches!(&e.body, EntryBody::Checklist { comment_id } if *comment_id == checklists[0].id.to_string())),
         "the checklist id is stored in history"
     );
-    // Step outputs and the job summary.
-    let outputs = world.outputs();
-    assert_eq!(outputs["status"], "completed");
-    assert_eq!(outputs["plan_version"], "1");
-    assert_eq!(outputs["tasks_done"], "2");
-    assert_eq!(outputs["tasks_total"], "2");
-    assert!(outputs["pull_request"].contains("/pull/"), "{outputs:?}");
-    assert_eq!(
-        Some(outputs["history_commit"].clone()),
-        world.fake.ref_sha(BRANCH)
-    );
-    let summary = std::fs::read_to_string(world.files.path().join("summary.md")).unwrap();
-    assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
+    world.assert_completed_outputs();
     // Log groups, masks, and no secret in any output.
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -734,3 +746,6 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
     let types = world.types(number);
     assert!(types.contains(&"run_started".to_owned()), "{types:?}");
 }
+
+/// Split-trust mode (`--bundle` / `replan publish`) against the same world.
+mod split;

@@ -10,7 +10,7 @@ use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 /// A checkout with an `origin`, ready for a local run that ends in a pull request.
-fn checkout() -> (TestRepo, TestRepo) {
+pub fn checkout() -> (TestRepo, TestRepo) {
     let origin = TestRepo::bare();
     let checkout = TestRepo::clone_from(&origin);
     let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
@@ -20,12 +20,8 @@ fn checkout() -> (TestRepo, TestRepo) {
     (origin, checkout)
 }
 
-/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
-fn run_local(
-    llm: &LlmServer,
-    checkout: &TestRepo,
-    local_dir: Option<&std::path::Path>,
-) -> std::process::Output {
+/// The binary with a clean environment, isolated git and the scripted model; no arguments yet.
+pub fn local_replan(llm: &LlmServer) -> Command {
     let mut command = Command::cargo_bin("replan").unwrap();
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
@@ -39,7 +35,14 @@ fn run_local(
         .env("REPLAN_LLM__PROVIDER", "openai")
         .env("REPLAN_LLM__BASE_URL", llm.openai_base())
         .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
+        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef");
+    command
+}
+
+/// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT`, not started yet.
+pub fn issue_7_run(llm: &LlmServer, checkout: &TestRepo) -> Command {
+    let mut command = local_replan(llm);
+    command
         .args([
             "run",
             "--issue",
@@ -50,14 +53,22 @@ fn run_local(
             "Please.",
         ])
         .arg("--workspace")
-        .arg(checkout.path());
+        .arg(checkout.path())
+        .timeout(std::time::Duration::from_secs(120));
+    command
+}
+
+/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
+fn run_local(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut command = issue_7_run(llm, checkout);
     if let Some(dir) = local_dir {
         command.arg("--local-dir").arg(dir);
     }
-    let output = command
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let output = command.output().unwrap();
     assert_eq!(
         output.status.code(),
         Some(0),

@@ -29,6 +29,18 @@ pub fn job(
     checkout: &TestRepo,
     vars: &[(&str, String)],
 ) -> Command {
+    let mut command = job_environment(fake, llm, checkout, vars);
+    command.arg("run");
+    command
+}
+
+/// The binary in a job's environment, with no arguments yet.
+pub fn job_environment(
+    fake: &FakeGitLab,
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    vars: &[(&str, String)],
+) -> Command {
     let mut command = Command::cargo_bin("replan").unwrap();
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
@@ -55,7 +67,6 @@ pub fn job(
         .env("REPLAN_LLM__MODEL", "gpt-test")
         .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
-        .arg("run")
         .timeout(std::time::Duration::from_secs(120));
     command
 }

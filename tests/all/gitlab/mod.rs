@@ -5,6 +5,7 @@ mod ci_job;
 mod e2e;
 mod gate;
 mod pipeline;
+mod split;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 mod action_manifest;
 mod elf;
 mod install_step;
+mod split_workflow;
 mod static_binary;
 mod tools;
 mod workflow_lint;

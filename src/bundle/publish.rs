@@ -1,0 +1,465 @@
+//! `replan publish DIR`: the writes a `--bundle` run recorded, performed with the write token,
+//! with no LLM and no code from the checkout. Everything is checked again on the way out: each
+//! text is redacted with this job's secrets, the checklist comment is found here (only one that
+//! Replan wrote, or that the history names, is edited), and the branch must apply to the checkout.
+
+use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
+use crate::app::secrets::{known_secrets, log_redactor};
+use crate::cli::workspace::resolve_workspace;
+use crate::cli::{CliError, Exit};
+use crate::config::{self, Config, LoadOptions};
+use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
+use crate::forge::local::LocalForge;
+use crate::forge::{Comment, Forge};
+use crate::history::{Entry, HistoryBackend, LocalHistory, jsonl};
+use crate::report::markers::CHECKLIST_MARKER;
+use crate::tools::git::{GitPushPublisher, Publisher, TokenPushPublisher, git};
+use crate::trigger::{Actor, ForgeKind, MARKER_PREFIX, Request, ThreadRef, Trigger};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The one place publish redacts: every byte it sends passes through here.
+fn redact(text: &str) -> String {
+    log_redactor().redact(text)
+}
+
+/// Where the writes go.
+struct Target {
+    forge: Arc<dyn Forge>,
+    history: Arc<dyn HistoryBackend>,
+    publisher: Arc<dyn Publisher>,
+}
+
+pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit, CliError> {
+    let manifest = Manifest::load(&dir).map_err(CliError::usage)?;
+    let workspace = resolve_workspace(None, &env)?;
+    let load = LoadOptions {
+        workspace: workspace.clone(),
+        config_path: None,
+        env: env.clone(),
+        overrides: Vec::new(),
+        user: None,
+    };
+    let config = config::load_local(&load)
+        .map_err(|e| CliError::usage(e.to_string()))?
+        .config;
+    log_redactor().add_secrets(known_secrets(&env, Some(&config)));
+    let target = connect(&manifest, &workspace, &config, &env).await?;
+    // The branches first: nothing is written when one of them does not apply.
+    for write in &manifest.writes {
+        if let Write::Branch {
+            branch: name,
+            commit,
+            file,
+        } = write
+        {
+            branch::apply(&workspace, &bundle_file(&dir, file)?, name, commit)
+                .map_err(CliError::failure)?;
+        }
+    }
+    let mut publisher = Publishing {
+        target,
+        workspace,
+        ids: BTreeMap::new(),
+        checklists_done: BTreeSet::new(),
+        history_commit: None,
+        failures: Vec::new(),
+    };
+    for write in &manifest.writes {
+        publisher.perform(write, &manifest.writes).await;
+    }
+    publisher.step_files(&dir, &env);
+    tracing::info!(
+        "published {} write(s) from {}",
+        manifest.writes.len(),
+        dir.display()
+    );
+    if publisher.failures.is_empty() {
+        Ok(Exit::Ok)
+    } else {
+        Err(CliError::failure(format!(
+            "{} write(s) could not be published: {}",
+            publisher.failures.len(),
+            publisher.failures.join("; ")
+        )))
+    }
+}
+
+/// A bundle names its files by bare name; anything else could reach outside the directory.
+fn bundle_file(dir: &Path, file: &str) -> Result<PathBuf, CliError> {
+    let plain = Path::new(file)
+        .file_name()
+        .is_some_and(|name| name == std::ffi::OsStr::new(file));
+    if !plain {
+        return Err(CliError::usage(format!(
+            "the manifest names the branch file `{file}`, which is not a file in the bundle directory"
+        )));
+    }
+    Ok(dir.join(file))
+}
+
+async fn connect(
+    manifest: &Manifest,
+    workspace: &Path,
+    config: &Config,
+    env: &BTreeMap<String, String>,
+) -> Result<Target, CliError> {
+    match manifest.forge {
+        ForgeKind::GitHub => {
+            let settings = GitHubSettings::from_env(env, "").map_err(CliError::usage)?;
+            if settings.repo != manifest.repo {
+                return Err(CliError::usage(format!(
+                    "the bundle was made for {} but this job runs for {}; publish it in the same repository's workflow",
+                    manifest.repo, settings.repo
+                )));
+            }
+            let token = settings.token.clone();
+            let client = Arc::new(
+                GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?,
+            );
+            Ok(Target {
+                forge: Arc::new(GitHubForge::new(client.clone())),
+                history: Arc::new(GitHubHistory::new(
+                    client,
+                    &config.history.branch,
+                    &config.history.directory,
+                )),
+                publisher: origin_publisher(workspace, "x-access-token", &token),
+            })
+        }
+        ForgeKind::GitLab => {
+            let trigger = Trigger {
+                forge: ForgeKind::GitLab,
+                repo: manifest.repo.clone(),
+                thread: None,
+                actor: Actor {
+                    login: String::new(),
+                    id: None,
+                    is_bot: true,
+                },
+                request: Request::Sweep,
+                comment: None,
+                event: "publish".into(),
+                project_id: None,
+                api_url: None,
+                closed: None,
+            };
+            let connection = crate::forge::gitlab::connect(&trigger, config, env)
+                .await
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            let publisher: Arc<dyn Publisher> = match TokenPushPublisher::gitlab(env) {
+                Some(publisher) => Arc::new(publisher),
+                None => Arc::new(GitPushPublisher),
+            };
+            Ok(Target {
+                forge: connection.forge,
+                history: connection.history,
+                publisher,
+            })
+        }
+        ForgeKind::Local => {
+            let dir = workspace.join(".replan");
+            Ok(Target {
+                forge: Arc::new(LocalForge::new(&dir).with_repository(workspace)),
+                history: Arc::new(LocalHistory::new(&dir, config.history.directory.clone())),
+                publisher: Arc::new(GitPushPublisher),
+            })
+        }
+    }
+}
+
+/// Push to `origin`; over HTTPS with the token as a header, since the publish job's checkout
+/// keeps no credentials (`persist-credentials: false`).
+fn origin_publisher(workspace: &Path, user: &str, token: &str) -> Arc<dyn Publisher> {
+    match git(workspace, &["remote", "get-url", "origin"], &[]) {
+        Ok(url) if url.starts_with("https://") || url.starts_with("http://") => {
+            Arc::new(TokenPushPublisher::new(url, user, token))
+        }
+        _ => Arc::new(GitPushPublisher),
+    }
+}
+
+/// `text` with every placeholder in `ids` replaced, longest first, so that `...-1` never eats
+/// the start of `...-12`.
+fn resolve_with(ids: &BTreeMap<String, String>, text: &str) -> String {
+    if !text.contains(PLACEHOLDER_PREFIX) {
+        return text.to_owned();
+    }
+    let mut ids: Vec<(&String, &String)> = ids.iter().collect();
+    ids.sort_by_key(|(placeholder, _)| std::cmp::Reverse(placeholder.len()));
+    ids.into_iter()
+        .fold(text.to_owned(), |text, (placeholder, real)| {
+            text.replace(placeholder.as_str(), real)
+        })
+}
+
+struct Publishing {
+    target: Target,
+    workspace: PathBuf,
+    /// Placeholder → the real comment id or pull request URL.
+    ids: BTreeMap<String, String>,
+    /// Threads whose checklist was already sent (with the last body the agent rendered).
+    checklists_done: BTreeSet<ThreadRef>,
+    history_commit: Option<String>,
+    failures: Vec<String>,
+}
+
+impl Publishing {
+    /// Placeholders replaced by what publishing them returned.
+    fn resolve(&self, text: &str) -> String {
+        resolve_with(&self.ids, text)
+    }
+
+    fn failed(&mut self, what: String) {
+        tracing::error!("{what}");
+        self.failures.push(what);
+    }
+
+    async fn perform(&mut self, write: &Write, all: &[Write]) {
+        let forge = self.target.forge.clone();
+        match write {
+            Write::Comment {
+                thread,
+                placeholder,
+                body,
+            } => match forge
+                .post_comment(thread, &redact(&self.resolve(body)))
+                .await
+            {
+                Ok(comment) => {
+                    self.ids.insert(placeholder.clone(), comment.id);
+                }
+                Err(e) => self.failed(format!("a comment on {thread}: {e}")),
+            },
+            Write::EditComment {
+                thread,
+                comment_id,
+                body,
+            } => {
+                let id = self.resolve(comment_id);
+                match self.owned_comment(thread, &id, MARKER_PREFIX).await {
+                    Ok(()) => {
+                        if let Err(e) = forge
+                            .update_comment(thread, &id, &redact(&self.resolve(body)))
+                            .await
+                        {
+                            self.failed(format!("editing comment {id} on {thread}: {e}"));
+                        }
+                    }
+                    Err(e) => self.failed(e),
+                }
+            }
+            Write::Checklist { thread, .. } => self.checklist(*thread, all).await,
+            Write::Reaction {
+                thread,
+                comment_id,
+                reaction,
+            } => {
+                let id = comment_id.as_deref().map(|id| self.resolve(id));
+                if let Err(e) = forge.react(thread, id.as_deref(), *reaction).await {
+                    tracing::warn!("could not add the reaction on {thread}: {e}");
+                }
+            }
+            Write::Branch { branch, .. } => {
+                if let Err(e) = self.target.publisher.publish(&self.workspace, branch).await {
+                    self.failed(format!("pushing branch `{branch}`: {}", e.message));
+                }
+            }
+            Write::PullRequest {
+                placeholder,
+                request,
+            } => {
+                let mut request = request.clone();
+                request.title = redact(&request.title);
+                request.body = redact(&self.resolve(&request.body));
+                match forge.open_pull_request(&request).await {
+                    Ok(opened) => {
+                        // The tool told the model "opened pull request #0 (<placeholder>)".
+                        self.ids.insert(
+                            format!("#0 ({placeholder})"),
+                            format!("#{} ({})", opened.number, opened.url),
+                        );
+                        self.ids.insert(placeholder.clone(), opened.url);
+                    }
+                    Err(e) => self.failed(format!("the pull request from `{}`: {e}", request.head)),
+                }
+            }
+            Write::History { thread, entries } => {
+                let entries = match self.history_entries(entries) {
+                    Ok(entries) => entries,
+                    Err(e) => return self.failed(format!("history of {thread}: {e}")),
+                };
+                match self.target.history.append(thread, &entries).await {
+                    Ok(outcome) => {
+                        self.history_commit = outcome.commit.or(self.history_commit.take())
+                    }
+                    Err(e) => self.failed(format!("history of {thread}: {e}")),
+                }
+            }
+        }
+    }
+
+    /// Each entry with its placeholders resolved and its text redacted.
+    fn history_entries(&self, entries: &[Entry]) -> Result<Vec<Entry>, String> {
+        entries
+            .iter()
+            .map(|entry| {
+                let line = redact(&self.resolve(&jsonl::to_line(entry)));
+                serde_json::from_str(&line).map_err(|e| format!("an entry no longer parses: {e}"))
+            })
+            .collect()
+    }
+
+    /// Create or update the thread's checklist once, with the last body the agent rendered.
+    async fn checklist(&mut self, thread: ThreadRef, all: &[Write]) {
+        let mut placeholders = Vec::new();
+        let mut body = None;
+        for write in all {
+            if let Write::Checklist {
+                thread: t,
+                placeholder,
+                body: b,
+            } = write
+                && *t == thread
+            {
+                placeholders.push(placeholder.clone());
+                body = Some(b.clone());
+            }
+        }
+        if !self.checklists_done.insert(thread) {
+            return;
+        }
+        let body = redact(&body.unwrap_or_default());
+        let forge = self.target.forge.clone();
+        let id = match self.existing_checklist(&thread).await {
+            Some(id) => match forge.update_comment(&thread, &id, &body).await {
+                Ok(()) => id,
+                Err(e) => return self.failed(format!("updating the checklist on {thread}: {e}")),
+            },
+            None => match forge.post_comment(&thread, &body).await {
+                Ok(comment) => comment.id,
+                Err(e) => return self.failed(format!("posting the checklist on {thread}: {e}")),
+            },
+        };
+        for placeholder in placeholders {
+            self.ids.insert(placeholder, id.clone());
+        }
+    }
+
+    /// The checklist comment to edit: the one the history names, else one Replan wrote. A
+    /// comment someone else wrote is never edited, whatever the bundle says.
+    async fn existing_checklist(&self, thread: &ThreadRef) -> Option<String> {
+        let recorded = crate::history::store::load(self.target.history.as_ref(), thread)
+            .await
+            .ok()
+            .and_then(|loaded| loaded.state.checklist_comment_id);
+        let comments = self.target.forge.comments(thread).await.ok()?;
+        let is_checklist = |c: &&Comment| c.body.trim_start().starts_with(CHECKLIST_MARKER);
+        recorded
+            .and_then(|id| comments.iter().filter(is_checklist).find(|c| c.id == id))
+            .or_else(|| {
+                comments
+                    .iter()
+                    .filter(is_checklist)
+                    .find(|c| c.author_is_bot)
+            })
+            .map(|c| c.id.clone())
+    }
+
+    /// A comment may be edited only when Replan wrote it: a bot's comment with our marker.
+    async fn owned_comment(
+        &self,
+        thread: &ThreadRef,
+        id: &str,
+        marker: &str,
+    ) -> Result<(), String> {
+        let comments = self
+            .target
+            .forge
+            .comments(thread)
+            .await
+            .map_err(|e| format!("listing the comments of {thread}: {e}"))?;
+        match comments.iter().find(|c| c.id == id) {
+            Some(c) if c.author_is_bot && c.body.trim_start().starts_with(marker) => Ok(()),
+            Some(_) => Err(format!(
+                "the bundle edits comment {id} on {thread}, which Replan did not write; not edited"
+            )),
+            None => Err(format!(
+                "the bundle edits comment {id} on {thread}, which does not exist"
+            )),
+        }
+    }
+
+    /// The agent's step outputs and job summary, resolved and redacted, into this job's.
+    fn step_files(&self, dir: &Path, env: &BTreeMap<String, String>) {
+        let target = |name: &str| env.get(name).filter(|p| !p.is_empty()).map(PathBuf::from);
+        if let (Some(path), Ok(text)) = (
+            target("GITHUB_OUTPUT"),
+            std::fs::read_to_string(dir.join(OUTPUTS)),
+        ) {
+            let values: Vec<(String, String)> = crate::actions::outputs::parse(&text)
+                .into_iter()
+                .map(|(name, value)| {
+                    let value = match (name.as_str(), &self.history_commit) {
+                        ("history_commit", Some(commit)) => commit.clone(),
+                        _ => redact(&self.resolve(&value)),
+                    };
+                    (name, value)
+                })
+                .collect();
+            let values: Vec<(&str, String)> = values
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.clone()))
+                .collect();
+            if let Err(e) = crate::actions::outputs::append(&path, &values) {
+                tracing::warn!(
+                    "could not write the step outputs to {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        if let (Some(path), Ok(text)) = (
+            target("GITHUB_STEP_SUMMARY"),
+            std::fs::read_to_string(dir.join(SUMMARY)),
+        ) && let Err(e) = crate::actions::summary::append(&path, &redact(&self.resolve(&text)))
+        {
+            tracing::warn!("could not write the job summary to {}: {e}", path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_branch_file_must_be_a_plain_name_in_the_bundle_directory() {
+        let dir = Path::new("/tmp/bundle");
+        assert_eq!(
+            bundle_file(dir, "branch-1.bundle").unwrap(),
+            dir.join("branch-1.bundle")
+        );
+        for bad in [
+            "../branch.bundle",
+            "sub/branch.bundle",
+            "/etc/passwd",
+            "..",
+            "",
+        ] {
+            let err = bundle_file(dir, bad).unwrap_err();
+            assert_eq!(err.exit, Exit::Usage, "{bad}");
+            assert!(err.message.contains("not a file in the bundle"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn placeholders_resolve_longest_first() {
+        let ids = BTreeMap::from([
+            ("replan-bundle:comment-1".to_owned(), "11".to_owned()),
+            ("replan-bundle:comment-12".to_owned(), "1212".to_owned()),
+        ]);
+        let text = "a replan-bundle:comment-12 b replan-bundle:comment-1 c";
+        assert_eq!(resolve_with(&ids, text), "a 1212 b 11 c");
+    }
+}
