@@ -4,6 +4,7 @@
 pub mod github;
 pub mod gitlab;
 pub mod local;
+pub mod marker;
 
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};
@@ -106,6 +107,14 @@ pub enum ForgeError {
         forge: String,
         what: String,
         status: u16,
+        message: String,
+    },
+    /// A write failed in a way that leaves open whether it took effect (a 5xx or a time-out
+    /// after it was sent), and no look-up could tell; it was not repeated.
+    #[error("{forge} may or may not have completed {what}: {message}")]
+    Uncertain {
+        forge: String,
+        what: String,
         message: String,
     },
     #[error("could not reach {forge} for {what}: {message}")]

@@ -21,7 +21,10 @@ pub fn forge_error(error: ForgeError) -> ToolError {
         ForgeError::RateLimited { .. }
         | ForgeError::Server { .. }
         | ForgeError::Connection { .. } => ToolErrorKind::Unavailable,
-        ForgeError::Conflict { .. } | ForgeError::Unprocessable { .. } | ForgeError::Other(_) => {
+        ForgeError::Uncertain { .. }
+        | ForgeError::Conflict { .. }
+        | ForgeError::Unprocessable { .. }
+        | ForgeError::Other(_) => {
             ToolErrorKind::Failed
         }
     };

@@ -37,6 +37,7 @@ fn settings(fake: &FakeGitHub) -> GitHubSettings {
             max_rate_limit_wait: Duration::from_secs(5),
             timeout: Duration::from_secs(10),
         },
+        max_body_bytes: replan::http::DEFAULT_MAX_BODY_BYTES,
     }
 }
 
