@@ -664,6 +664,12 @@ async fn cycle_on_thread(
     }
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
+    tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
+        backend.clone(),
+        thread,
+        &ctx.run_id,
+        &loaded.entries,
+    )));
     let tools = build_registry(tool_context).await;
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;

@@ -158,6 +158,23 @@ pub trait Forge: Send + Sync {
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError>;
 
+    /// The comment on `thread` whose body carries the idempotency marker `key`
+    /// ([`marker::with_marker`]): a comment an earlier attempt posted.
+    async fn find_comment(
+        &self,
+        thread: &ThreadRef,
+        key: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(thread)
+            .await?
+            .into_iter()
+            .find(|c| marker::key_in(&c.body) == Some(key)))
+    }
+
+    /// The pull / merge request (in any state) whose body carries the idempotency marker `key`.
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError>;
+
     /// The user's access as the gate weighs it. A failed look-up becomes
     /// [`GatePermission::Unknown`] so the gate fails closed. The default maps [`Forge::permission`]
     /// onto GitHub roles; GitLab overrides it with the member's exact access level, which the

@@ -144,6 +144,17 @@ impl GitLabClient {
             .await
     }
 
+    /// A POST whose repetition is harmless (an award GitLab refuses twice).
+    pub async fn post_repeatable(
+        &self,
+        path: &str,
+        body: &Value,
+        what: &str,
+    ) -> Result<Response, ForgeError> {
+        self.send(Method::POST, path, Some(body), Replay::Safe, what)
+            .await
+    }
+
     /// A PUT sets a whole resource, so sending it again is harmless.
     pub async fn put(&self, path: &str, body: &Value, what: &str) -> Result<Response, ForgeError> {
         self.send(Method::PUT, path, Some(body), Replay::Safe, what)
