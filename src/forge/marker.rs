@@ -56,6 +56,9 @@ mod tests {
         assert_eq!(key_in(&body), Some(key.as_str()));
         assert_eq!(key_in("no marker"), None);
         assert_eq!(key_in("<!-- replan:key=<script> -->"), None);
-        assert_ne!(key, key_for(&["issue#3", "post_comment", "{\"body\":\"ho\"}"]));
+        assert_ne!(
+            key,
+            key_for(&["issue#3", "post_comment", "{\"body\":\"ho\"}"])
+        );
     }
 }

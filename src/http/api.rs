@@ -88,9 +88,7 @@ pub enum ApiError {
     },
     #[error("the answer is not JSON: {0}")]
     NotJson(String),
-    #[error(
-        "{0}; the request may have taken effect, so it was not sent again without checking"
-    )]
+    #[error("{0}; the request may have taken effect, so it was not sent again without checking")]
     Uncertain(String),
 }
 
@@ -109,7 +107,8 @@ impl ApiError {
 /// What a caller's look-up found after an uncertain write: `Ok(Some(body))` the effect is there
 /// (its JSON as the write would have answered), `Ok(None)` it is not, `Err(why)` unknown.
 pub type LookupResult = Result<Option<Value>, String>;
-pub type Lookup<'a> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = LookupResult> + Send + 'a>> + Send + Sync + 'a>;
+pub type Lookup<'a> =
+    Box<dyn Fn() -> Pin<Box<dyn Future<Output = LookupResult> + Send + 'a>> + Send + Sync + 'a>;
 
 pub struct Api {
     http: reqwest::Client,
@@ -170,10 +169,7 @@ impl Api {
                 reqwest::header::AUTHORIZATION,
                 format!("Bearer {}", token.trim()),
             ),
-            Auth::Header(name, token) => (
-                HeaderName::from_static(name),
-                token.trim().to_owned(),
-            ),
+            Auth::Header(name, token) => (HeaderName::from_static(name), token.trim().to_owned()),
         };
         let mut value = HeaderValue::from_str(&value).map_err(|_| {
             format!(
@@ -227,7 +223,9 @@ impl Api {
             return Ok(url);
         }
         Url::parse(&format!("{}{path}", self.base_url())).map_err(|e| {
-            ApiError::Connection(format!("`{path}` does not make a URL under the API root: {e}"))
+            ApiError::Connection(format!(
+                "`{path}` does not make a URL under the API root: {e}"
+            ))
         })
     }
 

@@ -31,9 +31,7 @@ pub fn forge_error(error: ForgeError) -> ToolError {
         ForgeError::Uncertain { .. }
         | ForgeError::Conflict { .. }
         | ForgeError::Unprocessable { .. }
-        | ForgeError::Other(_) => {
-            ToolErrorKind::Failed
-        }
+        | ForgeError::Other(_) => ToolErrorKind::Failed,
     };
     ToolError::new(kind, error.to_string())
 }
@@ -264,9 +262,18 @@ impl Tool for OpenPullRequestTool {
         let earlier = recorded.and_then(|intent| intent.target);
         let (branch, commit, base) = tokio::task::spawn_blocking(move || {
             let reused = earlier.and_then(|branch| {
-                super::git::git(&repo, &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")], &[])
-                    .ok()
-                    .map(|commit| (branch, commit.trim().to_owned()))
+                super::git::git(
+                    &repo,
+                    &[
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        &format!("refs/heads/{branch}"),
+                    ],
+                    &[],
+                )
+                .ok()
+                .map(|commit| (branch, commit.trim().to_owned()))
             });
             let (branch, commit) = match reused {
                 Some(found) => found,

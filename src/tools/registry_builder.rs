@@ -3,8 +3,8 @@
 
 use super::apply_patch::ApplyPatchTool;
 use super::detect::detect_allowed_commands;
-use super::effects::EffectJournal;
 use super::edit_file::EditFileTool;
+use super::effects::EffectJournal;
 use super::forge_tools::{OpenPullRequestTool, PostCommentTool, ReadThreadTool};
 use super::git::{CommitAuthor, GitPushPublisher, Publisher};
 use super::list_files::ListFilesTool;

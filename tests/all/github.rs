@@ -3,6 +3,7 @@
 
 mod e2e;
 mod local_run;
+mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).
 pub(crate) mod e2e_support {

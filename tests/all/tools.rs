@@ -1100,9 +1100,16 @@ async fn open_pull_request_commits_to_a_new_branch_and_leaves_the_checkout_alone
     assert_eq!(pulls.len(), 1);
     assert_eq!(pulls[0].request.head, "replan/issue-5");
     assert_eq!(pulls[0].request.base, "main");
-    let (body, marker) = pulls[0].request.body.split_once("\n\n<!-- replan:key=").unwrap();
+    let (body, marker) = pulls[0]
+        .request
+        .body
+        .split_once("\n\n<!-- replan:key=")
+        .unwrap();
     assert_eq!(body, "Spelling.\n\nCloses #5");
-    assert!(marker.ends_with(" -->"), "a hidden idempotency marker: {marker}");
+    assert!(
+        marker.ends_with(" -->"),
+        "a hidden idempotency marker: {marker}"
+    );
 
     // A second pull request for the same issue gets the next free branch name.
     repo.write("greeting.txt", "hello!\n");

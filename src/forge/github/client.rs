@@ -4,8 +4,8 @@
 //! API layer's.
 
 use crate::forge::ForgeError;
-use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 pub use crate::http::RetryPolicy;
+use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

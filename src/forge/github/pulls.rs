@@ -116,7 +116,10 @@ pub async fn find_by_key(
     Ok(items
         .iter()
         .filter(|pull| {
-            pull.get("body").and_then(Value::as_str).and_then(marker::key_in) == Some(key)
+            pull.get("body")
+                .and_then(Value::as_str)
+                .and_then(marker::key_in)
+                == Some(key)
         })
         .find_map(pull_ref))
 }

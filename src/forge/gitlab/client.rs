@@ -4,8 +4,8 @@
 //! `POST` that may have taken effect is never sent again without the caller's check.
 
 use crate::forge::ForgeError;
-use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 pub use crate::http::RetryPolicy;
+use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

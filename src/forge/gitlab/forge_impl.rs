@@ -3,10 +3,10 @@
 
 use super::client::GitLabClient;
 use crate::forge::marker;
-use crate::http::Lookup;
 use crate::forge::{
     Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
 };
+use crate::http::Lookup;
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::gitlab_event::is_gitlab_bot;
 use crate::trigger::{ForgeKind, ThreadKind, ThreadRef};
@@ -123,9 +123,7 @@ impl GitLabForge {
                 "listing open merge requests",
             )
             .await?;
-        Ok(list
-            .into_iter()
-            .find(|mr| merge_request_ref(mr).is_some()))
+        Ok(list.into_iter().find(|mr| merge_request_ref(mr).is_some()))
     }
 }
 
@@ -250,9 +248,9 @@ impl Forge for GitLabForge {
                     .get_all(listing, listed)
                     .await
                     .map_err(|e| e.to_string())?;
-                Ok(notes.into_iter().find(|n| {
-                    n["body"].as_str().and_then(marker::key_in) == Some(key.as_str())
-                }))
+                Ok(notes
+                    .into_iter()
+                    .find(|n| n["body"].as_str().and_then(marker::key_in) == Some(key.as_str())))
             })
         });
         let note = self
