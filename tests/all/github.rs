@@ -2,6 +2,7 @@
 //! of the built binary are in `github/e2e.rs`.
 
 mod e2e;
+mod kill_resume;
 mod local_run;
 mod same_origin;
 
