@@ -804,3 +804,36 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
     let types = world.types(number);
     assert!(types.contains(&"run_started".to_owned()), "{types:?}");
 }
+
+/// The checklist look-up lists the comments; a next link to another origin is refused there
+/// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run
+/// goes on; the token never leaves the API origin either way.)
+#[test]
+fn github_e2e_foreign_next_link_is_refused_naming_the_url_without_the_token() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.fake.seed_comment(number, "bob", "an earlier comment");
+    let foreign = format!(
+        "https://collector.example:8443/repos/octo/widgets/issues/{number}/comments?page=2"
+    );
+    world.fake.push_fault(
+        Fault::extra_header(
+            "GET",
+            &format!("/repos/octo/widgets/issues/{number}/comments"),
+            "link",
+            &format!("<{foreign}>; rel=\"next\""),
+        )
+        .times(50),
+    );
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    let said = text(&output);
+    assert!(said.contains(&foreign), "names the URL: {said}");
+    assert!(said.contains("outside the API origin"), "{said}");
+    assert!(!said.contains(&world.fake.token()), "{said}");
+}
