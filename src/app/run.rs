@@ -196,7 +196,9 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
             return Ok(Exit::Ok);
         }
     };
-    let settings = GitHubSettings::from_env(&ctx.env, &trigger.repo).map_err(CliError::usage)?;
+    let mut settings =
+        GitHubSettings::from_env(&ctx.env, &trigger.repo).map_err(CliError::usage)?;
+    settings.max_body_bytes = ctx.config.forge_api.max_body_bytes();
     trigger.repo = settings.repo.clone();
     let client =
         Arc::new(GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?);

@@ -843,3 +843,31 @@ fn github_e2e_foreign_next_link_is_refused_naming_the_url_without_the_token() {
         "{said}"
     );
 }
+
+#[test]
+fn github_e2e_forge_answer_over_forge_api_max_response_bytes_is_refused_as_too_large() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    for n in 0..40 {
+        world
+            .fake
+            .seed_comment(number, "bob", &format!("{n}: {}", "words ".repeat(400)));
+    }
+    let payload = world.issue_opened(number, "alice");
+    let mut env = world.env("issues", &payload);
+    env.insert(
+        "REPLAN_FORGE_API__MAX_RESPONSE_BYTES".into(),
+        "65536".into(),
+    );
+
+    let output = world.run(&env);
+
+    let said = text(&output);
+    assert!(
+        said.contains("too large") && said.contains("65536"),
+        "the comment listing (~100 KB) is refused: {said}"
+    );
+}
