@@ -49,6 +49,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "history",
     "github",
     "gitlab",
+    "forge_api",
     "user_config_api",
 ];
 
