@@ -34,7 +34,7 @@ steps:
 }
 
 struct Workspace {
-    _origin: TestRepo,
+    origin: TestRepo,
     checkout: TestRepo,
     state: TempDir,
 }
@@ -47,7 +47,7 @@ fn workspace() -> Workspace {
     checkout.commit_all("init");
     checkout.run_git(&["push", "-q", "origin", "main"]);
     Workspace {
-        _origin: origin,
+        origin,
         checkout,
         state: TempDir::new().unwrap(),
     }
@@ -88,6 +88,10 @@ fn replan_run(llm: &LlmServer, workspace: &Workspace) -> Command {
 }
 
 fn run_to_the_end(workspace: &Workspace) -> usize {
+    run_to_the_end_with(workspace).requests().len()
+}
+
+fn run_to_the_end_with(workspace: &Workspace) -> LlmServer {
     let llm = LlmServer::start(commenting_scenario());
     let output = replan_run(&llm, workspace).output().unwrap();
     assert_eq!(
@@ -97,7 +101,7 @@ fn run_to_the_end(workspace: &Workspace) -> usize {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    llm.requests().len()
+    llm
 }
 
 /// SIGKILL the run while it waits for model reply `index` (0-based).
@@ -182,7 +186,7 @@ fn final_state(workspace: &Workspace) -> FinalState {
 fn origin_branches(workspace: &Workspace) -> String {
     workspace
         .checkout
-        .run_git(&["ls-remote", "--heads", "origin", "replan/*"])
+        .run_git(&["ls-remote", "--heads", "origin", "replan/issue-*"])
 }
 
 #[test]
@@ -228,5 +232,56 @@ fn a_cycle_killed_at_any_point_resumes_to_one_comment_and_one_pull_request() {
     assert!(
         comment_found > 0 && pull_found > 0,
         "some kill points come after the comment ({comment_found}) and the PR ({pull_found})"
+    );
+}
+
+/// A CI re-run starts from a fresh clone: the finished task's changes come back from the work
+/// branch pushed after it, and the task is not done again.
+#[test]
+fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
+    let reference = workspace();
+    let llm = run_to_the_end_with(&reference);
+    let task_2 = llm
+        .requests()
+        .iter()
+        .position(|r| {
+            r.texts()
+                .iter()
+                .any(|t| t.contains("Execute subtask `task_2`"))
+        })
+        .expect("task 2 is executed");
+
+    let first = workspace();
+    run_killed_at(&first, task_2);
+    assert!(
+        first
+            .checkout
+            .try_git(&["ls-remote", "--exit-code", "origin", "replan/work/issue-7"])
+            .is_ok(),
+        "the work branch was pushed after task 1"
+    );
+    let fresh = Workspace {
+        checkout: TestRepo::clone_from(&first.origin),
+        origin: first.origin,
+        state: first.state,
+    };
+    let _ = fresh.checkout.try_git(&["checkout", "-q", "main"]);
+    assert!(!fresh.checkout.path().join("hello.md").exists());
+
+    let resumed = run_to_the_end_with(&fresh);
+
+    assert!(
+        !resumed.requests().iter().any(|r| r
+            .texts()
+            .iter()
+            .any(|t| t.contains("Execute subtask `task_1`"))),
+        "task 1 is not done again"
+    );
+    let state = final_state(&fresh);
+    assert_eq!(state.status, Some(RunStatus::Completed));
+    assert_eq!(state.pull_requests.len(), 1);
+    assert_eq!(
+        state.hello_on_the_branch, "hello\n",
+        "the pull request holds task 1's file"
     );
 }
