@@ -1116,9 +1116,16 @@ async fn open_pull_request_commits_to_a_new_branch_and_leaves_the_checkout_alone
     let said = ok(tools, "open_pull_request", json!({"title": "More"})).await;
     assert!(said.contains("`replan/issue-5-2`"), "{said}");
     assert_eq!(repo.show("replan/issue-5-2:greeting.txt"), "hello!\n");
-    assert_eq!(
+    assert!(
+        forge.pull_requests().await.unwrap()[1]
+            .request
+            .body
+            .starts_with("Closes #5\n\n<!-- replan:key="),
+        "a different call, a different key"
+    );
+    assert_ne!(
         forge.pull_requests().await.unwrap()[1].request.body,
-        "Closes #5"
+        pulls[0].request.body
     );
 }
 

@@ -57,6 +57,16 @@ pub struct Response {
     pub json: Value,
 }
 
+impl From<crate::http::Response> for Response {
+    fn from(r: crate::http::Response) -> Self {
+        Response {
+            status: r.status,
+            headers: r.headers,
+            json: r.body,
+        }
+    }
+}
+
 /// Percent-encodes everything but RFC 3986 unreserved characters, so a project path or a file
 /// path becomes one URL segment (`octo/widgets` → `octo%2Fwidgets`), as GitLab requires.
 pub fn encode_segment(text: &str) -> String {
@@ -173,11 +183,7 @@ impl GitLabClient {
         self.api
             .write_checked(Method::POST, path, body, what, lookup)
             .await
-            .map(|r| Response {
-                status: r.status,
-                headers: r.headers,
-                json: r.body,
-            })
+            .map(Response::from)
             .map_err(|e| forge_error(e, what))
     }
 
@@ -221,11 +227,7 @@ impl GitLabClient {
         self.api
             .send(method, path, body, replay, what)
             .await
-            .map(|r| Response {
-                status: r.status,
-                headers: r.headers,
-                json: r.body,
-            })
+            .map(Response::from)
             .map_err(|e| forge_error(e, what))
     }
 }

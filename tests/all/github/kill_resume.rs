@@ -14,8 +14,8 @@ use replan::trigger::ThreadRef;
 use tempfile::TempDir;
 
 use super::e2e_support::scenario;
+use super::local_run::{checkout, local_command};
 use crate::support::TestRepo;
-use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 const COMMENT: &str = "Wrote hello.md; a pull request follows.";
@@ -40,12 +40,7 @@ struct Workspace {
 }
 
 fn workspace() -> Workspace {
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", "# widgets\n");
-    checkout.commit_all("init");
-    checkout.run_git(&["push", "-q", "origin", "main"]);
+    let (origin, checkout) = checkout();
     Workspace {
         origin,
         checkout,
@@ -55,35 +50,8 @@ fn workspace() -> Workspace {
 
 /// The identical command every time: `replan run --issue 7 --title … --body …`.
 fn replan_run(llm: &LlmServer, workspace: &Workspace) -> Command {
-    let mut command = Command::new(assert_cmd::cargo::cargo_bin("replan"));
-    command.env_clear();
-    for key in ["PATH", "HOME", "TMPDIR"] {
-        if let Ok(value) = std::env::var(key) {
-            command.env(key, value);
-        }
-    }
-    command
-        .envs(isolated_git_env())
-        .env("USER", "dev")
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
-        .args([
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add a hello file",
-            "--body",
-            "Please.",
-        ])
-        .arg("--workspace")
-        .arg(workspace.checkout.path())
-        .arg("--local-dir")
-        .arg(workspace.state.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = local_command(llm, &workspace.checkout, Some(workspace.state.path()));
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
 

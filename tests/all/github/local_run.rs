@@ -10,7 +10,7 @@ use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 /// A checkout with an `origin`, ready for a local run that ends in a pull request.
-fn checkout() -> (TestRepo, TestRepo) {
+pub(super) fn checkout() -> (TestRepo, TestRepo) {
     let origin = TestRepo::bare();
     let checkout = TestRepo::clone_from(&origin);
     let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
@@ -20,13 +20,14 @@ fn checkout() -> (TestRepo, TestRepo) {
     (origin, checkout)
 }
 
-/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
-fn run_local(
+/// `replan run --issue 7 --title … --body …` against the scripted model, with a clean
+/// environment; `local_dir` None uses the default.
+pub(super) fn local_command(
     llm: &LlmServer,
     checkout: &TestRepo,
     local_dir: Option<&std::path::Path>,
-) -> std::process::Output {
-    let mut command = Command::cargo_bin("replan").unwrap();
+) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
         if let Ok(value) = std::env::var(key) {
@@ -54,6 +55,16 @@ fn run_local(
     if let Some(dir) = local_dir {
         command.arg("--local-dir").arg(dir);
     }
+    command
+}
+
+/// `replan run --issue 7` to the end; it must exit 0.
+fn run_local(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut command = Command::from_std(local_command(llm, checkout, local_dir));
     let output = command
         .timeout(std::time::Duration::from_secs(120))
         .output()
