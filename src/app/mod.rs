@@ -7,5 +7,6 @@ pub mod outputs;
 pub mod pr_recorder;
 pub mod run;
 pub mod secrets;
+pub mod work_branch;
 
 pub use run::{RunOptions, run};

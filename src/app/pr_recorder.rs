@@ -86,4 +86,21 @@ impl Forge for PrRecorder {
         *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = Some(opened.clone());
         Ok(opened)
     }
+
+    async fn find_comment(
+        &self,
+        thread: &ThreadRef,
+        key: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        self.inner.find_comment(thread, key).await
+    }
+
+    /// One found again counts as opened by this run (it is this run's effect, resumed).
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+        let found = self.inner.find_pull_request(key).await?;
+        if let Some(pr) = &found {
+            *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = Some(pr.clone());
+        }
+        Ok(found)
+    }
 }

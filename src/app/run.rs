@@ -218,7 +218,9 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
             return Ok(Exit::Ok);
         }
     };
-    let settings = GitHubSettings::from_env(&ctx.env, &trigger.repo).map_err(CliError::usage)?;
+    let mut settings =
+        GitHubSettings::from_env(&ctx.env, &trigger.repo).map_err(CliError::usage)?;
+    settings.max_body_bytes = ctx.config.forge_api.max_body_bytes();
     trigger.repo = settings.repo.clone();
     let client =
         Arc::new(GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?);
@@ -756,8 +758,23 @@ async fn cycle_on_thread(
     if let Some(bundle) = &ctx.bundle {
         tool_context.publisher = bundle.publisher();
     }
+    crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
+    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter {
+        inner: reporter,
+        workspace: ctx.workspace.clone(),
+        thread,
+        publisher: tool_context.publisher.clone(),
+        author: tool_context.author.clone(),
+        saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
+    });
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
+    tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
+        backend.clone(),
+        thread,
+        &ctx.run_id,
+        &loaded.entries,
+    )));
     let tools = build_registry(tool_context).await;
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;

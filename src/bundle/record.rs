@@ -260,6 +260,33 @@ impl Forge for RecordingForge {
             url: placeholder,
         })
     }
+
+    /// A pull request recorded earlier in this bundle answers for its key before the real forge.
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+        let recorded = {
+            let manifest = self
+                .recorder
+                .manifest
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            manifest.writes.iter().find_map(|write| match write {
+                Write::PullRequest {
+                    placeholder,
+                    request,
+                } if crate::forge::marker::key_in(&request.body) == Some(key) => {
+                    Some(PullRequestRef {
+                        number: 0,
+                        url: placeholder.clone(),
+                    })
+                }
+                _ => None,
+            })
+        };
+        match recorded {
+            Some(found) => Ok(Some(found)),
+            None => self.inner.find_pull_request(key).await,
+        }
+    }
 }
 
 /// Loads the real history (plus the lines recorded in this run); appends are recorded.

@@ -51,6 +51,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "gitlab",
     "triggers",
     "gate",
+    "forge_api",
     "user_config_api",
 ];
 

@@ -14,6 +14,7 @@ mod error;
 mod explain;
 mod file;
 mod forge;
+mod forge_api;
 mod history;
 mod layers;
 mod llm;
@@ -35,6 +36,7 @@ pub use error::ConfigError;
 pub use explain::{explain_json, explain_text, leaves};
 pub use file::REPO_FILE_CANDIDATES;
 pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
+pub use forge_api::ForgeApiConfig;
 pub use history::HistoryConfig;
 pub use llm::{BudgetConfig, LlmConfig, Price, ProviderKind};
 pub use load::{LoadOptions, LoadedConfig, load, load_local};
@@ -70,6 +72,7 @@ pub struct Config {
     pub gitlab: ForgeTriggerConfig,
     pub triggers: TriggersConfig,
     pub gate: GateConfig,
+    pub forge_api: ForgeApiConfig,
     pub user_config_api: Option<UserConfigApi>,
 }
 

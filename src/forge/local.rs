@@ -347,6 +347,18 @@ impl Forge for LocalForge {
         write_replacing(&self.pulls_path(), &text)?;
         Ok(PullRequestRef { number, url })
     }
+
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+        let _guard = self.lock.lock().await;
+        Ok(self
+            .load_pulls()?
+            .into_iter()
+            .find(|p| crate::forge::marker::key_in(&p.request.body) == Some(key))
+            .map(|p| PullRequestRef {
+                number: p.number,
+                url: p.url,
+            }))
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod github;
 pub mod gitlab;
 pub mod local;
+pub mod marker;
 
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};
@@ -111,6 +112,14 @@ pub enum ForgeError {
         status: u16,
         message: String,
     },
+    /// A write failed in a way that leaves open whether it took effect (a 5xx or a time-out
+    /// after it was sent), and no look-up could tell; it was not repeated.
+    #[error("{forge} may or may not have completed {what}: {message}")]
+    Uncertain {
+        forge: String,
+        what: String,
+        message: String,
+    },
     #[error("could not reach {forge} for {what}: {message}")]
     Connection {
         forge: String,
@@ -167,6 +176,23 @@ pub trait Forge: Send + Sync {
         &self,
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError>;
+
+    /// The comment on `thread` whose body carries the idempotency marker `key`
+    /// ([`marker::with_marker`]): a comment an earlier attempt posted.
+    async fn find_comment(
+        &self,
+        thread: &ThreadRef,
+        key: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(thread)
+            .await?
+            .into_iter()
+            .find(|c| marker::key_in(&c.body) == Some(key)))
+    }
+
+    /// The pull / merge request (in any state) whose body carries the idempotency marker `key`.
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError>;
 
     /// The user's access as the gate weighs it. A failed look-up becomes
     /// [`GatePermission::Unknown`] so the gate fails closed. The default maps [`Forge::permission`]

@@ -132,6 +132,17 @@ pub enum ApprovalDecision {
     Rejected,
 }
 
+/// The kind of forge write an [`EntryBody::Effect`] announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    Comment,
+    Reaction,
+    PullRequest,
+    Push,
+    Label,
+}
+
 /// Final status of a run, also the `status` step output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -283,6 +294,16 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         updated_plan: Option<Box<Plan>>,
     },
+    /// A forge write about to be made (comment, reaction, pull / merge request, push, label),
+    /// appended before the call: a resumed or re-run cycle that finds its key looks the effect up
+    /// (by the hidden `<!-- replan:key=… -->` marker, or the branch name) instead of repeating it.
+    Effect {
+        key: String,
+        effect: EffectKind,
+        /// What the effect names, when that is how it is found again (the branch of a push).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+    },
     /// The checklist comment's id, so later runs edit the same comment.
     Checklist {
         comment_id: String,
@@ -320,6 +341,7 @@ impl EntryBody {
             EntryBody::Approval { .. } => "approval",
             EntryBody::TaskState { .. } => "task_state",
             EntryBody::TaskSplit { .. } => "task_split",
+            EntryBody::Effect { .. } => "effect",
             EntryBody::Checklist { .. } => "checklist",
             EntryBody::Usage { .. } => "usage",
             EntryBody::Completion { .. } => "completion",

@@ -466,7 +466,7 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                     replanning_info.max_iterations
                 );
             }
-            EntryBody::Checklist { .. } => {}
+            EntryBody::Checklist { .. } | EntryBody::Effect { .. } => {}
             EntryBody::Usage { usage } => {
                 let _ = writeln!(
                     out,

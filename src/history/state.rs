@@ -407,6 +407,8 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             }
         }
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id.clone()),
+        // Read by the forge tools from the entries themselves; the plan state is unchanged.
+        EntryBody::Effect { .. } => {}
         EntryBody::Usage { usage } => {
             s.usage.calls += usage.calls;
             s.usage.prompt_tokens += usage.prompt_tokens;

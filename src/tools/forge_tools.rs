@@ -1,12 +1,19 @@
 //! Tools over the `Forge` trait for the thread the run works on: read it, comment on it, and open
 //! a pull / merge request with the working-tree changes.
+//!
+//! Each write is idempotent across kills and re-runs: its key (thread, tool, arguments) goes into
+//! the history before the call ([`EffectJournal`]) and as a hidden marker into the body; a call
+//! whose key is already recorded first looks for the marker and answers with what it finds.
 
 use super::args::{Args, invalid};
+use super::effects::{EffectJournal, Intent};
 use super::git::{CommitAuthor, Publisher, commit_working_tree, current_branch, free_branch_name};
 use super::output::cap_text;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
+use crate::forge::marker::{key_for, with_marker};
 use crate::forge::{Forge, ForgeError, PullRequestRequest};
+use crate::history::entry::EffectKind;
 use crate::llm::ToolSpec;
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
@@ -21,9 +28,10 @@ pub fn forge_error(error: ForgeError) -> ToolError {
         ForgeError::RateLimited { .. }
         | ForgeError::Server { .. }
         | ForgeError::Connection { .. } => ToolErrorKind::Unavailable,
-        ForgeError::Conflict { .. } | ForgeError::Unprocessable { .. } | ForgeError::Other(_) => {
-            ToolErrorKind::Failed
-        }
+        ForgeError::Uncertain { .. }
+        | ForgeError::Conflict { .. }
+        | ForgeError::Unprocessable { .. }
+        | ForgeError::Other(_) => ToolErrorKind::Failed,
     };
     ToolError::new(kind, error.to_string())
 }
@@ -87,6 +95,26 @@ impl Tool for ReadThreadTool {
 pub struct PostCommentTool {
     pub forge: Arc<dyn Forge>,
     pub thread: ThreadRef,
+    /// Where the write's key is recorded before the call; None records nothing.
+    pub effects: Option<Arc<dyn EffectJournal>>,
+}
+
+/// Record `intent` unless the same one is already recorded.
+async fn record(
+    effects: Option<&Arc<dyn EffectJournal>>,
+    tool: &str,
+    intent: Intent,
+) -> Result<(), ToolError> {
+    let Some(effects) = effects else {
+        return Ok(());
+    };
+    if effects.recorded(&intent.key).as_ref() == Some(&intent) {
+        return Ok(());
+    }
+    effects
+        .record(intent)
+        .await
+        .map_err(|e| ToolError::new(ToolErrorKind::Unavailable, format!("{tool}: {e}")))
 }
 
 #[async_trait]
@@ -110,9 +138,35 @@ impl Tool for PostCommentTool {
         if body.trim().is_empty() {
             return Err(invalid("post_comment: `body` is empty"));
         }
+        let key = key_for(&[&self.thread.to_string(), "post_comment", body]);
+        let recorded = self.effects.as_ref().and_then(|e| e.recorded(&key));
+        if recorded.is_some()
+            && let Some(comment) = self
+                .forge
+                .find_comment(&self.thread, &key)
+                .await
+                .map_err(forge_error)?
+        {
+            return Ok(ToolOutput {
+                content: format!(
+                    "posted comment {} on {} (an earlier attempt had posted it; not posted again)",
+                    comment.id, self.thread
+                ),
+            });
+        }
+        record(
+            self.effects.as_ref(),
+            "post_comment",
+            Intent {
+                key: key.clone(),
+                effect: EffectKind::Comment,
+                target: None,
+            },
+        )
+        .await?;
         let comment = self
             .forge
-            .post_comment(&self.thread, body)
+            .post_comment(&self.thread, &with_marker(body, &key))
             .await
             .map_err(forge_error)?;
         Ok(ToolOutput {
@@ -129,6 +183,8 @@ pub struct OpenPullRequestTool {
     pub author: CommitAuthor,
     /// Target branch when the call names none; else the checked-out branch, else `main`.
     pub default_base: Option<String>,
+    /// Where the write's key is recorded before the push; None records nothing.
+    pub effects: Option<Arc<dyn EffectJournal>>,
 }
 
 /// `replan/issue-5`, `replan/pr-5`, `replan/mr-5`.
@@ -174,14 +230,59 @@ impl Tool for OpenPullRequestTool {
         let body = args.opt_string("body")?.unwrap_or("").trim().to_owned();
         let base_arg = args.opt_string("base")?.map(str::to_owned);
 
+        let key = key_for(&[
+            &self.thread.to_string(),
+            "open_pull_request",
+            &title,
+            &body,
+            base_arg.as_deref().unwrap_or(""),
+        ]);
+        let recorded = self.effects.as_ref().and_then(|e| e.recorded(&key));
+        if recorded.is_some()
+            && let Some(opened) = self
+                .forge
+                .find_pull_request(&key)
+                .await
+                .map_err(forge_error)?
+        {
+            return Ok(ToolOutput {
+                content: format!(
+                    "opened pull request #{} ({}) (an earlier attempt had opened it; not opened again)",
+                    opened.number, opened.url
+                ),
+            });
+        }
+
         let repo = self.workspace.root().to_path_buf();
         let prefix = branch_prefix(&self.thread);
         let message = format!("{title}\n\nChanges made by Replan for {}.", self.thread);
         let author = self.author.clone();
         let default_base = self.default_base.clone();
+        // An earlier attempt's branch is pushed and proposed again rather than a second one made.
+        let earlier = recorded.and_then(|intent| intent.target);
         let (branch, commit, base) = tokio::task::spawn_blocking(move || {
-            let branch = free_branch_name(&repo, &prefix);
-            let commit = commit_working_tree(&repo, &branch, &message, &author)?;
+            let reused = earlier.and_then(|branch| {
+                super::git::git(
+                    &repo,
+                    &[
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        &format!("refs/heads/{branch}"),
+                    ],
+                    &[],
+                )
+                .ok()
+                .map(|commit| (branch, commit.trim().to_owned()))
+            });
+            let (branch, commit) = match reused {
+                Some(found) => found,
+                None => {
+                    let branch = free_branch_name(&repo, &prefix);
+                    let commit = commit_working_tree(&repo, &branch, &message, &author)?;
+                    (branch, commit)
+                }
+            };
             let base = base_arg
                 .or(default_base)
                 .or_else(|| current_branch(&repo))
@@ -191,6 +292,16 @@ impl Tool for OpenPullRequestTool {
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("open_pull_request: {e}")))??;
 
+        record(
+            self.effects.as_ref(),
+            "open_pull_request",
+            Intent {
+                key: key.clone(),
+                effect: EffectKind::PullRequest,
+                target: Some(branch.clone()),
+            },
+        )
+        .await?;
         self.publisher
             .publish(self.workspace.root(), &branch)
             .await
@@ -216,7 +327,7 @@ impl Tool for OpenPullRequestTool {
             head: branch.clone(),
             base,
             title,
-            body,
+            body: with_marker(&body, &key),
         };
         let opened = self.forge.open_pull_request(&request).await.map_err(|e| {
             let error = forge_error(e);

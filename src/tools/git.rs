@@ -172,6 +172,22 @@ pub fn commit_working_tree(
             "the repository has no commit yet to branch from",
         )
     })?;
+    let tree = working_tree(repo)?;
+    if tree == git(repo, &["rev-parse", "HEAD^{tree}"], &[])? {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            "nothing to commit: the working tree has no changes compared with HEAD",
+        ));
+    }
+    // The empty old value makes this fail rather than move an existing branch.
+    commit_tree(repo, branch, &tree, &head, NO_COMMIT, message, author)
+}
+
+const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
+
+/// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
+/// temporary index so the real one is untouched.
+fn working_tree(repo: &Path) -> Result<String, ToolError> {
     let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
     let index = git_dir.join(format!("replan-index-{}", std::process::id()));
     let index_text = index.to_string_lossy().into_owned();
@@ -182,13 +198,19 @@ pub fn commit_working_tree(
         git(repo, &["write-tree"], &with_index)
     })();
     let _ = std::fs::remove_file(&index);
-    let tree = tree?;
-    if tree == git(repo, &["rev-parse", "HEAD^{tree}"], &[])? {
-        return Err(ToolError::new(
-            ToolErrorKind::Failed,
-            "nothing to commit: the working tree has no changes compared with HEAD",
-        ));
-    }
+    tree
+}
+
+/// Commit `tree` on `parent` and move `branch` from `old` (compare-and-swap) to it.
+fn commit_tree(
+    repo: &Path,
+    branch: &str,
+    tree: &str,
+    parent: &str,
+    old: &str,
+    message: &str,
+    author: &CommitAuthor,
+) -> Result<String, ToolError> {
     let identity = [
         ("GIT_AUTHOR_NAME", author.name.as_str()),
         ("GIT_AUTHOR_EMAIL", author.email.as_str()),
@@ -197,21 +219,73 @@ pub fn commit_working_tree(
     ];
     let commit = git(
         repo,
-        &["commit-tree", &tree, "-p", &head, "-m", message],
+        &["commit-tree", tree, "-p", parent, "-m", message],
         &identity,
     )?;
-    // The empty old value makes this fail rather than move an existing branch.
     git(
         repo,
-        &[
-            "update-ref",
-            &format!("refs/heads/{branch}"),
-            &commit,
-            "0000000000000000000000000000000000000000",
-        ],
+        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
         &[],
     )?;
     Ok(commit)
+}
+
+/// Record the working tree on `branch` (on top of its tip, else of HEAD) without touching the
+/// checkout; `Ok(None)` when the branch already holds exactly this tree.
+pub fn snapshot_working_tree(
+    repo: &Path,
+    branch: &str,
+    message: &str,
+    author: &CommitAuthor,
+) -> Result<Option<String>, ToolError> {
+    let tip = git(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
+        &[],
+    )
+    .ok();
+    let parent = match &tip {
+        Some(tip) => tip.clone(),
+        None => git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[])?,
+    };
+    let tree = working_tree(repo)?;
+    if tree == git(repo, &["rev-parse", &format!("{parent}^{{tree}}")], &[])? {
+        return Ok(None);
+    }
+    let old = tip.as_deref().unwrap_or(NO_COMMIT);
+    commit_tree(repo, branch, &tree, &parent, old, message, author).map(Some)
+}
+
+/// Bring the files of `branch` (fetched from `origin` when it is not here) into a clean working
+/// tree whose HEAD it descends from; the index stays at HEAD. `Ok(false)` when there is nothing
+/// to restore or the checkout is not one it can be restored onto.
+pub fn restore_working_tree(repo: &Path, branch: &str) -> Result<bool, ToolError> {
+    let local = format!("refs/heads/{branch}");
+    let exists =
+        |repo: &Path| git(repo, &["rev-parse", "--verify", "--quiet", &local], &[]).is_ok();
+    if !exists(repo) && git(repo, &["remote", "get-url", "origin"], &[]).is_ok() {
+        let _ = git(
+            repo,
+            &["fetch", "--quiet", "origin", &format!("+{local}:{local}")],
+            &[],
+        );
+    }
+    if !exists(repo)
+        || !git(repo, &["status", "--porcelain"], &[])?
+            .trim()
+            .is_empty()
+        || git(repo, &["merge-base", "--is-ancestor", "HEAD", &local], &[]).is_err()
+    {
+        return Ok(false);
+    }
+    git(repo, &["checkout", &local, "--", "."], &[])?;
+    git(repo, &["reset", "--quiet"], &[])?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod args;
 pub mod blocking;
 pub mod detect;
 pub mod edit_file;
+pub mod effects;
 pub mod env;
 pub mod forge_tools;
 pub mod git;

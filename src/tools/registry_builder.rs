@@ -4,6 +4,7 @@
 use super::apply_patch::ApplyPatchTool;
 use super::detect::detect_allowed_commands;
 use super::edit_file::EditFileTool;
+use super::effects::EffectJournal;
 use super::forge_tools::{OpenPullRequestTool, PostCommentTool, ReadThreadTool};
 use super::git::{CommitAuthor, GitPushPublisher, Publisher};
 use super::list_files::ListFilesTool;
@@ -74,6 +75,8 @@ pub struct ToolContext {
     pub publisher: Arc<dyn Publisher>,
     pub author: CommitAuthor,
     pub base_branch: Option<String>,
+    /// Where forge writes record their idempotency keys before they are made.
+    pub effects: Option<Arc<dyn EffectJournal>>,
 }
 
 impl ToolContext {
@@ -86,6 +89,7 @@ impl ToolContext {
             publisher: Arc::new(GitPushPublisher),
             author: CommitAuthor::default(),
             base_branch: None,
+            effects: None,
         }
     }
 }
@@ -195,6 +199,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                 Arc::new(PostCommentTool {
                     forge: forge.clone(),
                     thread: *thread,
+                    effects: context.effects.clone(),
                 }),
                 None,
             ));
@@ -206,6 +211,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                     publisher: context.publisher.clone(),
                     author: context.author.clone(),
                     default_base: context.base_branch.clone(),
+                    effects: context.effects.clone(),
                 }),
                 None,
             ));

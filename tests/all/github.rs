@@ -3,7 +3,9 @@
 
 mod e2e;
 mod gate;
+mod kill_resume;
 mod local_run;
+mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).
 pub(crate) mod e2e_support {
@@ -39,6 +41,7 @@ fn settings(fake: &FakeGitHub) -> GitHubSettings {
             max_rate_limit_wait: Duration::from_secs(5),
             timeout: Duration::from_secs(10),
         },
+        max_body_bytes: replan::http::DEFAULT_MAX_BODY_BYTES,
     }
 }
 

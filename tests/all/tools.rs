@@ -1100,16 +1100,32 @@ async fn open_pull_request_commits_to_a_new_branch_and_leaves_the_checkout_alone
     assert_eq!(pulls.len(), 1);
     assert_eq!(pulls[0].request.head, "replan/issue-5");
     assert_eq!(pulls[0].request.base, "main");
-    assert_eq!(pulls[0].request.body, "Spelling.\n\nCloses #5");
+    let (body, marker) = pulls[0]
+        .request
+        .body
+        .split_once("\n\n<!-- replan:key=")
+        .unwrap();
+    assert_eq!(body, "Spelling.\n\nCloses #5");
+    assert!(
+        marker.ends_with(" -->"),
+        "a hidden idempotency marker: {marker}"
+    );
 
     // A second pull request for the same issue gets the next free branch name.
     repo.write("greeting.txt", "hello!\n");
     let said = ok(tools, "open_pull_request", json!({"title": "More"})).await;
     assert!(said.contains("`replan/issue-5-2`"), "{said}");
     assert_eq!(repo.show("replan/issue-5-2:greeting.txt"), "hello!\n");
-    assert_eq!(
+    assert!(
+        forge.pull_requests().await.unwrap()[1]
+            .request
+            .body
+            .starts_with("Closes #5\n\n<!-- replan:key="),
+        "a different call, a different key"
+    );
+    assert_ne!(
         forge.pull_requests().await.unwrap()[1].request.body,
-        "Closes #5"
+        pulls[0].request.body
     );
 }
 

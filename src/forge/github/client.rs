@@ -1,54 +1,21 @@
-//! A thin hand-written GitHub REST client on reqwest: base URL from `GITHUB_API_URL`, bearer
-//! token, the headers GitHub asks for, retries on 5xx and connection errors, and waits for rate
-//! limits (`Retry-After`, `x-ratelimit-reset`) up to a cap. Errors say what to fix.
+//! A thin hand-written GitHub REST client over [`crate::http::Api`]: base URL from
+//! `GITHUB_API_URL`, bearer token, the headers GitHub asks for, and GitHub's error shapes turned
+//! into errors that say what to fix. Retries, rate limits, same-origin rules and body caps are the
+//! API layer's.
 
 use crate::forge::ForgeError;
+pub use crate::http::RetryPolicy;
+use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 pub const API_VERSION: &str = "2022-11-28";
 const FORGE: &str = "GitHub";
 /// How much of an error body goes into a message.
 const MAX_MESSAGE: usize = 400;
-
-/// How persistent the client is.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    /// Attempts in all, the first included.
-    pub max_attempts: u32,
-    /// Back-off before the first retry of a 5xx or connection error; doubles each retry.
-    pub base_delay: Duration,
-    /// The longest we wait for a rate limit to reset; beyond it the call fails as RateLimited.
-    pub max_rate_limit_wait: Duration,
-    /// Per-request time-out.
-    pub timeout: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 5,
-            base_delay: Duration::from_millis(500),
-            max_rate_limit_wait: Duration::from_secs(120),
-            timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RetryPolicy {
-    fn backoff(&self, retry: u32) -> Duration {
-        let ceiling = self
-            .base_delay
-            .saturating_mul(2u32.saturating_pow(retry.min(16)));
-        let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
-        // Half fixed, half jitter: never zero, and concurrent runs spread out.
-        Duration::from_millis(millis / 2 + fastrand::u64(0..=millis / 2))
-    }
-}
 
 /// Where and as whom to talk to GitHub.
 #[derive(Clone)]
@@ -58,6 +25,8 @@ pub struct GitHubSettings {
     /// `owner/name`.
     pub repo: String,
     pub retry: RetryPolicy,
+    /// Answers larger than this are refused ("too large").
+    pub max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for GitHubSettings {
@@ -99,6 +68,7 @@ impl GitHubSettings {
             token: token.to_owned(),
             repo,
             retry: RetryPolicy::default(),
+            max_body_bytes: crate::http::DEFAULT_MAX_BODY_BYTES,
         })
     }
 }
@@ -122,19 +92,7 @@ pub struct Reply {
 impl Reply {
     /// The `rel="next"` URL of a `Link` header.
     pub fn next_link(&self) -> Option<String> {
-        let link = self.headers.get("link")?.to_str().ok()?;
-        link.split(',').find_map(|part| {
-            let (url, params) = part.split_once(';')?;
-            params
-                .split(';')
-                .any(|p| p.trim().replace(' ', "") == "rel=\"next\"")
-                .then(|| {
-                    url.trim()
-                        .trim_start_matches('<')
-                        .trim_end_matches('>')
-                        .to_owned()
-                })
-        })
+        crate::http::next_link(&self.headers)
     }
 }
 
@@ -148,7 +106,7 @@ pub struct Failure {
 }
 
 pub struct GitHubClient {
-    http: reqwest::Client,
+    api: Api,
     settings: GitHubSettings,
 }
 
@@ -160,16 +118,25 @@ impl std::fmt::Debug for GitHubClient {
     }
 }
 
-enum Attempt {
-    Done(Reply),
-    Retry { wait: Duration, last: Failure },
-    Fail(Failure),
-}
+/// Pages followed at most (100 items each), so a server that always links a next page cannot
+/// keep us here forever.
+const MAX_PAGES: usize = 100;
 
 impl GitHubClient {
     pub fn new(settings: GitHubSettings) -> Result<Self, ForgeError> {
-        let http = crate::http::client(settings.retry.timeout).map_err(ForgeError::Other)?;
-        Ok(GitHubClient { http, settings })
+        let api = Api::new(ApiSettings {
+            name: FORGE,
+            base_url: settings.api_url.clone(),
+            auth: Auth::Bearer(settings.token.clone()),
+            headers: vec![
+                ("accept", "application/vnd.github+json".to_owned()),
+                ("x-github-api-version", API_VERSION.to_owned()),
+            ],
+            retry: settings.retry,
+            max_body_bytes: settings.max_body_bytes,
+        })
+        .map_err(ForgeError::Other)?;
+        Ok(GitHubClient { api, settings })
     }
 
     pub fn repo(&self) -> &str {
@@ -199,6 +166,8 @@ impl GitHubClient {
             .map_err(|f| f.error)
     }
 
+    /// A POST whose repetition is harmless (content-addressed git objects, a reaction GitHub
+    /// deduplicates); one that creates something new goes through [`GitHubClient::create`].
     pub async fn post(&self, path: &str, body: &Value, op: Op<'_>) -> Result<Value, ForgeError> {
         self.send(Method::POST, path, Some(body), op)
             .await
@@ -206,6 +175,7 @@ impl GitHubClient {
             .map_err(|f| f.error)
     }
 
+    /// A PATCH that sets whole fields, so sending it twice leaves the same result.
     pub async fn patch(&self, path: &str, body: &Value, op: Op<'_>) -> Result<Value, ForgeError> {
         self.send(Method::PATCH, path, Some(body), op)
             .await
@@ -213,34 +183,34 @@ impl GitHubClient {
             .map_err(|f| f.error)
     }
 
-    /// Every item of a paginated list (`per_page=100`, following `Link: rel="next"`).
-    pub async fn get_all(&self, path: &str, op: Op<'_>) -> Result<Vec<Value>, ForgeError> {
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let mut next = Some(format!("{path}{sep}per_page=100"));
-        let mut items = Vec::new();
-        // A cap so a server that always links a next page cannot keep us here forever.
-        for _ in 0..100 {
-            let Some(page) = next.take() else { break };
-            let reply = self
-                .send(Method::GET, &page, None, op)
-                .await
-                .map_err(|f| f.error)?;
-            next = reply.next_link();
-            match reply.body {
-                Value::Array(list) => items.extend(list),
-                other => {
-                    return Err(ForgeError::Other(format!(
-                        "GitHub answered {} with {} instead of a list",
-                        op.what,
-                        kind_of(&other)
-                    )));
-                }
-            }
-        }
-        Ok(items)
+    /// A POST that creates something (a comment, a pull request): after a 5xx or a time-out it
+    /// is sent again only when `lookup` finds that the first attempt left nothing behind.
+    pub async fn create(
+        &self,
+        path: &str,
+        body: &Value,
+        op: Op<'_>,
+        lookup: Lookup<'_>,
+    ) -> Result<Value, ForgeError> {
+        self.api
+            .write_checked(Method::POST, path, body, op.what, lookup)
+            .await
+            .map(|r| r.body)
+            .map_err(|e| failure(e, op).error)
     }
 
-    /// One call with retries; the error keeps the status for callers that expect some.
+    /// Every item of a paginated list (`per_page=100`, following `Link: rel="next"` on the API
+    /// origin only).
+    pub async fn get_all(&self, path: &str, op: Op<'_>) -> Result<Vec<Value>, ForgeError> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        self.api
+            .get_all_linked(&format!("{path}{sep}per_page=100"), op.what, MAX_PAGES)
+            .await
+            .map_err(|e| failure(e, op).error)
+    }
+
+    /// One call with the retries its method allows (writes sent here are declared safe to
+    /// repeat); the error keeps the status for callers that expect some.
     pub async fn send(
         &self,
         method: Method,
@@ -248,186 +218,61 @@ impl GitHubClient {
         body: Option<&Value>,
         op: Op<'_>,
     ) -> Result<Reply, Failure> {
-        let url = if path.starts_with("http://") || path.starts_with("https://") {
-            path.to_owned()
-        } else {
-            format!("{}{path}", self.settings.api_url)
-        };
-        let policy = self.settings.retry;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let outcome = self
-                .attempt(method.clone(), &url, body, op, attempt - 1)
-                .await;
-            match outcome {
-                Attempt::Done(reply) => return Ok(reply),
-                Attempt::Fail(failure) => return Err(failure),
-                Attempt::Retry { wait, last } => {
-                    if attempt >= policy.max_attempts {
-                        return Err(last);
-                    }
-                    tracing::warn!(
-                        "GitHub: {} failed ({}); retrying in {:.1}s (attempt {}/{})",
-                        op.what,
-                        last.error,
-                        wait.as_secs_f64(),
-                        attempt + 1,
-                        policy.max_attempts
-                    );
-                    tokio::time::sleep(wait).await;
-                }
-            }
-        }
+        self.api
+            .send(method, path, body, Replay::Safe, op.what)
+            .await
+            .map(|r| Reply {
+                status: r.status.as_u16(),
+                body: r.body,
+                headers: r.headers,
+            })
+            .map_err(|e| failure(e, op))
     }
+}
 
-    async fn attempt(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<&Value>,
-        op: Op<'_>,
-        retry: u32,
-    ) -> Attempt {
-        let policy = self.settings.retry;
-        let mut request = self
-            .http
-            .request(method, url)
-            .bearer_auth(&self.settings.token)
-            .header("accept", "application/vnd.github+json")
-            .header("x-github-api-version", API_VERSION);
-        if let Some(body) = body {
-            request = request.json(body);
+/// An API-layer error as GitHub's forge error, keeping the status.
+fn failure(error: ApiError, op: Op<'_>) -> Failure {
+    let status = error.status().map_or(0, |s| s.as_u16());
+    let (message, error) = match error {
+        ApiError::Status { status, text, .. } => {
+            let message = error_message(&text);
+            let error = classify(status, &message, op);
+            (message, error)
         }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(e) => {
-                let error = ForgeError::Connection {
-                    forge: FORGE.into(),
-                    what: op.what.into(),
-                    message: without_url(&e),
-                };
-                return Attempt::Retry {
-                    wait: policy.backoff(retry),
-                    last: Failure {
-                        status: 0,
-                        message: error.to_string(),
-                        error,
-                    },
-                };
-            }
-        };
-        let status = response.status();
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
-        if status.is_success() {
-            let body = if text.trim().is_empty() {
-                Value::Null
-            } else {
-                match serde_json::from_str(&text) {
-                    Ok(body) => body,
-                    Err(e) => {
-                        let error = ForgeError::Other(format!(
-                            "GitHub answered {} with a body that is not JSON: {e}",
-                            op.what
-                        ));
-                        return Attempt::Fail(Failure {
-                            status: status.as_u16(),
-                            message: error.to_string(),
-                            error,
-                        });
-                    }
-                }
-            };
-            return Attempt::Done(Reply {
-                status: status.as_u16(),
-                body,
-                headers,
-            });
-        }
-        let message = error_message(&text);
-        if let Some(wait) = rate_limit_wait(status, &headers, &message, &policy, retry) {
+        ApiError::RateLimited { wait, .. } => {
             let error = ForgeError::RateLimited {
                 forge: FORGE.into(),
                 what: op.what.into(),
                 retry_after_secs: wait.as_secs(),
             };
-            let failure = Failure {
-                status: status.as_u16(),
-                message: message.clone(),
-                error,
-            };
-            if wait > policy.max_rate_limit_wait {
-                return Attempt::Fail(failure);
-            }
-            return Attempt::Retry {
-                wait,
-                last: failure,
-            };
+            (error.to_string(), error)
         }
-        let error = classify(status, &message, op);
-        let failure = Failure {
-            status: status.as_u16(),
-            message,
-            error,
-        };
-        if status.is_server_error() {
-            Attempt::Retry {
-                wait: policy.backoff(retry),
-                last: failure,
-            }
-        } else {
-            Attempt::Fail(failure)
+        ApiError::Connection(message) => {
+            let error = ForgeError::Connection {
+                forge: FORGE.into(),
+                what: op.what.into(),
+                message,
+            };
+            (error.to_string(), error)
         }
-    }
-}
-
-/// How long a rate-limited answer asks us to wait, or `None` when it is not a rate limit.
-fn rate_limit_wait(
-    status: StatusCode,
-    headers: &HeaderMap,
-    message: &str,
-    policy: &RetryPolicy,
-    retry: u32,
-) -> Option<Duration> {
-    if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
-        return None;
-    }
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
+        ApiError::Uncertain(message) => {
+            let error = ForgeError::Uncertain {
+                forge: FORGE.into(),
+                what: op.what.into(),
+                message,
+            };
+            (error.to_string(), error)
+        }
+        other => {
+            let error = ForgeError::Other(format!("GitHub: {}: {other}", op.what));
+            (error.to_string(), error)
+        }
     };
-    if let Some(seconds) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
-        return Some(Duration::from_secs(seconds));
+    Failure {
+        status,
+        message,
+        error,
     }
-    if header("x-ratelimit-remaining") == Some("0") {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        let reset = header("x-ratelimit-reset")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(now + 60);
-        // One extra second: the reset epoch is rounded down.
-        return Some(Duration::from_secs(reset.saturating_sub(now) + 1));
-    }
-    let lower = message.to_ascii_lowercase();
-    if status == StatusCode::TOO_MANY_REQUESTS
-        || lower.contains("secondary rate limit")
-        || lower.contains("rate limit exceeded")
-    {
-        // GitHub asks for at least a minute after a secondary limit without Retry-After;
-        // the growing back-off keeps us under the cap in tests and short runs.
-        return Some(
-            policy
-                .backoff(retry + 1)
-                .max(Duration::from_secs(1))
-                .min(policy.max_rate_limit_wait),
-        );
-    }
-    None
 }
 
 /// An error answer as the forge error whose message says what to fix.
@@ -513,30 +358,6 @@ fn error_message(text: &str) -> String {
     }
 }
 
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// reqwest errors embed the URL; the message already says which call failed.
-fn without_url(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    if let Some(url) = error.url() {
-        text = text.replace(&format!(" for url ({url})"), "");
-        text = text.replace(url.as_str(), "<url>");
-    }
-    if error.is_timeout() {
-        text.push_str(" (timed out)");
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,28 +389,5 @@ mod tests {
         assert_eq!(settings.api_url, "http://127.0.0.1:1");
         assert_eq!(settings.repo, "o/r");
         assert!(!format!("{settings:?}").contains("tok123456"));
-    }
-
-    #[test]
-    fn secondary_limit_without_retry_after_still_waits() {
-        let policy = RetryPolicy::default();
-        let wait = rate_limit_wait(
-            StatusCode::FORBIDDEN,
-            &HeaderMap::new(),
-            "You have exceeded a secondary rate limit",
-            &policy,
-            0,
-        );
-        assert!(wait.is_some_and(|w| w >= Duration::from_secs(1)));
-        assert!(
-            rate_limit_wait(
-                StatusCode::FORBIDDEN,
-                &HeaderMap::new(),
-                "Resource not accessible by integration",
-                &policy,
-                0
-            )
-            .is_none()
-        );
     }
 }

@@ -5,7 +5,9 @@ use super::client::{GitHubClient, Op};
 use super::pulls;
 use crate::forge::{
     Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
+    marker,
 };
+use crate::http::Lookup;
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -243,16 +245,34 @@ impl Forge for GitHubForge {
             .client
             .repo_path(&format!("/issues/{}/comments", thread.number));
         let what = format!("posting a comment on {thread}");
+        let op = Op {
+            what: &what,
+            permission: ISSUES_WRITE,
+        };
+        let key = marker::key_in(body).map(str::to_owned);
+        let lookup: Lookup<'_> = Box::new(|| {
+            let key = key.clone();
+            let path = path.clone();
+            Box::pin(async move {
+                let Some(key) = key else {
+                    return Err("the comment carries no idempotency marker to look for".to_owned());
+                };
+                let items = self
+                    .client
+                    .get_all(&path, op)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(items.into_iter().find(|c| {
+                    c.get("body")
+                        .and_then(Value::as_str)
+                        .and_then(marker::key_in)
+                        == Some(key.as_str())
+                }))
+            })
+        });
         let reply = self
             .client
-            .post(
-                &path,
-                &json!({ "body": body }),
-                Op {
-                    what: &what,
-                    permission: ISSUES_WRITE,
-                },
-            )
+            .create(&path, &json!({ "body": body }), op, lookup)
             .await?;
         comment_from(&reply)
     }
@@ -339,6 +359,10 @@ impl Forge for GitHubForge {
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError> {
         pulls::open(&self.client, request).await
+    }
+
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+        pulls::find_by_key(&self.client, key).await
     }
 }
 

@@ -1,9 +1,11 @@
-//! A small hand-written client for the GitLab REST API v4: `PRIVATE-TOKEN` authentication,
-//! GitLab's two error body shapes, pagination by `x-next-page`, and retries on 429/5xx that
-//! honour `Retry-After`. Only requests that cannot have taken effect are retried: a `POST` that
-//! failed with a 5xx may have been applied, so the caller decides what to do about it.
+//! A small hand-written client for the GitLab REST API v4 over [`crate::http::Api`]:
+//! `PRIVATE-TOKEN` authentication, GitLab's two error body shapes and pagination by
+//! `x-next-page`. Retries, rate limits, same-origin rules and body caps are the API layer's; a
+//! `POST` that may have taken effect is never sent again without the caller's check.
 
 use crate::forge::ForgeError;
+pub use crate::http::RetryPolicy;
+use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -16,35 +18,26 @@ const MAX_MESSAGE: usize = 400;
 /// Pages fetched at most when following `x-next-page` (100 items each).
 const MAX_PAGES: u32 = 200;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt.
-    pub max_retries: u32,
-    /// Back-off before the first retry when the server gives no `Retry-After`; doubles each time.
-    pub base_delay: Duration,
-    /// Cap on any single wait, `Retry-After` included.
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(60),
-        }
+/// GitLab's default persistence: fewer attempts than GitHub's, shorter rate-limit waits.
+pub fn default_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(500),
+        max_rate_limit_wait: Duration::from_secs(60),
+        timeout: Duration::from_secs(30),
     }
 }
 
 /// One project on one GitLab instance, reached with one token.
 #[derive(Clone)]
 pub struct GitLabClient {
-    http: reqwest::Client,
+    api: Arc<Api>,
     api_url: String,
     /// The project id, or its path url-encoded as one segment.
     project: String,
     token: Arc<str>,
     retry: RetryPolicy,
+    max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for GitLabClient {
@@ -64,6 +57,16 @@ pub struct Response {
     pub json: Value,
 }
 
+impl From<crate::http::Response> for Response {
+    fn from(r: crate::http::Response) -> Self {
+        Response {
+            status: r.status,
+            headers: r.headers,
+            json: r.body,
+        }
+    }
+}
+
 /// Percent-encodes everything but RFC 3986 unreserved characters, so a project path or a file
 /// path becomes one URL segment (`octo/widgets` → `octo%2Fwidgets`), as GitLab requires.
 pub fn encode_segment(text: &str) -> String {
@@ -78,25 +81,56 @@ pub fn encode_segment(text: &str) -> String {
     out
 }
 
+fn build_api(
+    api_url: &str,
+    token: &str,
+    retry: RetryPolicy,
+    max_body_bytes: usize,
+) -> Result<Api, ForgeError> {
+    Api::new(ApiSettings {
+        name: FORGE,
+        base_url: api_url.to_owned(),
+        auth: Auth::Header("private-token", token.to_owned()),
+        headers: Vec::new(),
+        retry,
+        max_body_bytes,
+    })
+    .map_err(ForgeError::Other)
+}
+
 impl GitLabClient {
     /// `api_url` is the `…/api/v4` root (`CI_API_V4_URL`); `project` an id or a path.
     pub fn new(api_url: &str, project: &str, token: &str) -> Result<Self, ForgeError> {
-        let http = crate::http::builder()
-            .map_err(ForgeError::Other)?
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ForgeError::Other(format!("cannot build the GitLab HTTP client: {e}")))?;
+        let retry = default_retry();
+        let max_body_bytes = crate::http::DEFAULT_MAX_BODY_BYTES;
         Ok(GitLabClient {
-            http,
+            api: Arc::new(build_api(api_url, token, retry, max_body_bytes)?),
             api_url: api_url.trim_end_matches('/').to_owned(),
             project: encode_segment(project),
             token: Arc::from(token),
-            retry: RetryPolicy::default(),
+            retry,
+            max_body_bytes,
         })
     }
 
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+    pub fn with_retry(self, retry: RetryPolicy) -> Self {
+        let bytes = self.max_body_bytes;
+        self.rebuilt(retry, bytes)
+    }
+
+    /// Refuse answers larger than `bytes` ("too large").
+    pub fn with_max_body_bytes(self, bytes: usize) -> Self {
+        let retry = self.retry;
+        self.rebuilt(retry, bytes)
+    }
+
+    fn rebuilt(mut self, retry: RetryPolicy, max_body_bytes: usize) -> Self {
+        // The settings were valid a moment ago; only the numbers change.
+        if let Ok(api) = build_api(&self.api_url, &self.token, retry, max_body_bytes) {
+            self.api = Arc::new(api);
+            self.retry = retry;
+            self.max_body_bytes = max_body_bytes;
+        }
         self
     }
 
@@ -110,15 +144,47 @@ impl GitLabClient {
     }
 
     pub async fn get(&self, path: &str, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::GET, path, None, what).await
+        self.send(Method::GET, path, None, Replay::Safe, what).await
     }
 
+    /// A POST that is never sent twice without a check: after a 5xx or a time-out it fails as
+    /// [`ForgeError::Uncertain`] (the commits API's callers look at the branch themselves).
     pub async fn post(&self, path: &str, body: &Value, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::POST, path, Some(body), what).await
+        self.send(Method::POST, path, Some(body), Replay::Never, what)
+            .await
     }
 
+    /// A POST whose repetition is harmless (an award GitLab refuses twice).
+    pub async fn post_repeatable(
+        &self,
+        path: &str,
+        body: &Value,
+        what: &str,
+    ) -> Result<Response, ForgeError> {
+        self.send(Method::POST, path, Some(body), Replay::Safe, what)
+            .await
+    }
+
+    /// A PUT sets a whole resource, so sending it again is harmless.
     pub async fn put(&self, path: &str, body: &Value, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::PUT, path, Some(body), what).await
+        self.send(Method::PUT, path, Some(body), Replay::Safe, what)
+            .await
+    }
+
+    /// A POST that creates something (a note, a merge request): after a 5xx or a time-out it is
+    /// sent again only when `lookup` finds that the first attempt left nothing behind.
+    pub async fn create(
+        &self,
+        path: &str,
+        body: &Value,
+        what: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Response, ForgeError> {
+        self.api
+            .write_checked(Method::POST, path, body, what, lookup)
+            .await
+            .map(Response::from)
+            .map_err(|e| forge_error(e, what))
     }
 
     /// Every item of a paginated list, following `x-next-page` (`per_page=100`).
@@ -155,101 +221,46 @@ impl GitLabClient {
         method: Method,
         path: &str,
         body: Option<&Value>,
+        replay: Replay,
         what: &str,
     ) -> Result<Response, ForgeError> {
-        let url = format!("{}{path}", self.api_url);
-        let mut attempt = 0u32;
-        loop {
-            let mut request = self
-                .http
-                .request(method.clone(), &url)
-                .header("PRIVATE-TOKEN", &*self.token);
-            if let Some(body) = body {
-                request = request.json(body);
-            }
-            let retryable_method = method != Method::POST;
-            let failure = match request.send().await {
-                Ok(response) => {
-                    let status = response.status();
-                    let headers = response.headers().clone();
-                    let text = response.text().await.unwrap_or_default();
-                    if status.is_success() {
-                        let json = if text.trim().is_empty() {
-                            Value::Null
-                        } else {
-                            serde_json::from_str(&text).map_err(|e| {
-                                ForgeError::Other(format!(
-                                    "GitLab answered {what} with invalid JSON ({e}): {}",
-                                    truncate(&text)
-                                ))
-                            })?
-                        };
-                        return Ok(Response {
-                            status,
-                            headers,
-                            json,
-                        });
-                    }
-                    let retry_after = retry_after(&headers);
-                    let error = map_status(status, &headers, &text, what);
-                    let retry = status == StatusCode::TOO_MANY_REQUESTS
-                        || (status.is_server_error() && retryable_method);
-                    (error, retry, retry_after)
-                }
-                Err(e) => {
-                    // A refused connection never reached GitLab; anything later might have.
-                    let retry = e.is_connect() || retryable_method;
-                    let error = ForgeError::Connection {
-                        forge: FORGE.into(),
-                        what: what.into(),
-                        message: error_chain(&e),
-                    };
-                    (error, retry, None)
-                }
-            };
-            let (error, retry, retry_after) = failure;
-            if !retry || attempt >= self.retry.max_retries {
-                return Err(error);
-            }
-            let backoff = self
-                .retry
-                .base_delay
-                .saturating_mul(2u32.saturating_pow(attempt));
-            let wait = retry_after.unwrap_or(backoff).min(self.retry.max_delay);
-            tracing::warn!(
-                "GitLab: {error}; retrying in {:.1}s ({}/{})",
-                wait.as_secs_f64(),
-                attempt + 1,
-                self.retry.max_retries
-            );
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+        self.api
+            .send(method, path, body, replay, what)
+            .await
+            .map(Response::from)
+            .map_err(|e| forge_error(e, what))
     }
 }
 
-fn error_chain(e: &reqwest::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(inner) = source {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
-        source = inner.source();
+/// An API-layer error as GitLab's forge error.
+fn forge_error(error: ApiError, what: &str) -> ForgeError {
+    match error {
+        ApiError::Status {
+            status,
+            headers,
+            text,
+        } => map_status(status, &headers, &text, what),
+        ApiError::RateLimited { wait, .. } => ForgeError::RateLimited {
+            forge: FORGE.into(),
+            what: what.into(),
+            retry_after_secs: wait.as_secs(),
+        },
+        ApiError::Connection(message) => ForgeError::Connection {
+            forge: FORGE.into(),
+            what: what.into(),
+            message,
+        },
+        ApiError::Uncertain(message) => ForgeError::Uncertain {
+            forge: FORGE.into(),
+            what: what.into(),
+            message,
+        },
+        other => ForgeError::Other(format!("GitLab: {what}: {other}")),
     }
-    message
 }
 
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get("retry-after")?.to_str().ok()?.trim();
-    value
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
-        .or_else(|| {
-            let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-            let secs = (when.timestamp() - chrono::Utc::now().timestamp()).max(0);
-            Some(Duration::from_secs(secs as u64))
-        })
+    crate::http::retry_after(headers.get("retry-after")?.to_str().ok()?.trim())
 }
 
 fn truncate(text: &str) -> String {

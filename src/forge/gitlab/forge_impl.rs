@@ -2,9 +2,11 @@
 //! `PUT`), member access levels, award emoji and merge requests.
 
 use super::client::GitLabClient;
+use crate::forge::marker;
 use crate::forge::{
     Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
 };
+use crate::http::Lookup;
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::gitlab_event::is_gitlab_bot;
 use crate::trigger::{ForgeKind, ThreadKind, ThreadRef};
@@ -95,6 +97,18 @@ impl GitLabForge {
         head: &str,
         base: &str,
     ) -> Result<Option<PullRequestRef>, ForgeError> {
+        Ok(self
+            .existing_merge_request_json(head, base)
+            .await?
+            .as_ref()
+            .and_then(merge_request_ref))
+    }
+
+    async fn existing_merge_request_json(
+        &self,
+        head: &str,
+        base: &str,
+    ) -> Result<Option<Value>, ForgeError> {
         let query: String = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("state", "opened")
             .append_pair("source_branch", head)
@@ -109,7 +123,7 @@ impl GitLabForge {
                 "listing open merge requests",
             )
             .await?;
-        Ok(list.iter().find_map(merge_request_ref))
+        Ok(list.into_iter().find(|mr| merge_request_ref(mr).is_some()))
     }
 }
 
@@ -245,13 +259,28 @@ impl Forge for GitLabForge {
 
     async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
         let path = format!("{}/notes", self.thread_path(thread)?);
+        let what = format!("posting a note on {thread}");
+        let key = marker::key_in(body).map(str::to_owned);
+        let (listing, listed) = (path.as_str(), what.as_str());
+        let lookup: Lookup<'_> = Box::new(move || {
+            let key = key.clone();
+            Box::pin(async move {
+                let Some(key) = key else {
+                    return Err("the note carries no idempotency marker to look for".to_owned());
+                };
+                let notes = self
+                    .client
+                    .get_all(listing, listed)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(notes
+                    .into_iter()
+                    .find(|n| n["body"].as_str().and_then(marker::key_in) == Some(key.as_str())))
+            })
+        });
         let note = self
             .client
-            .post(
-                &path,
-                &json!({ "body": body }),
-                &format!("posting a note on {thread}"),
-            )
+            .create(&path, &json!({ "body": body }), &what, lookup)
             .await?;
         Ok(note_to_comment(&note.json))
     }
@@ -298,7 +327,7 @@ impl Forge for GitLabForge {
         let name = emoji_name(reaction);
         match self
             .client
-            .post(
+            .post_repeatable(
                 &target,
                 &json!({ "name": name }),
                 &format!("awarding :{name}: on {thread}"),
@@ -329,9 +358,21 @@ impl Forge for GitLabForge {
             "opening a merge request from {} into {}",
             request.head, request.base
         );
+        let lookup: Lookup<'_> = Box::new(|| {
+            Box::pin(async move {
+                self.existing_merge_request_json(&request.head, &request.base)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        });
         match self
             .client
-            .post(&self.client.project_path("/merge_requests"), &body, &what)
+            .create(
+                &self.client.project_path("/merge_requests"),
+                &body,
+                &what,
+                lookup,
+            )
             .await
         {
             Ok(created) => merge_request_ref(&created.json).ok_or_else(|| {
@@ -348,6 +389,20 @@ impl Forge for GitLabForge {
                 }),
             Err(e) => Err(e),
         }
+    }
+
+    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+        let list = self
+            .client
+            .get_all(
+                &self.client.project_path("/merge_requests?state=all"),
+                "looking for a merge request opened by an earlier attempt",
+            )
+            .await?;
+        Ok(list
+            .iter()
+            .filter(|mr| mr["description"].as_str().and_then(marker::key_in) == Some(key))
+            .find_map(merge_request_ref))
     }
 }
 

@@ -233,7 +233,11 @@ impl GitLabHistory {
                 }
                 // The commit may have landed before the failure: if the file now starts with
                 // exactly what we wrote, it did, and writing it again would duplicate lines.
-                Err(e @ (ForgeError::Server { .. } | ForgeError::Connection { .. })) => {
+                Err(
+                    e @ (ForgeError::Server { .. }
+                    | ForgeError::Connection { .. }
+                    | ForgeError::Uncertain { .. }),
+                ) => {
                     tracing::warn!("{e}; checking whether the commit landed");
                     let after = self.read(&path).await?;
                     if let Some(text) = &text

@@ -67,7 +67,8 @@ pub async fn connect(
             )
         })?
         .to_owned();
-    let client = GitLabClient::new(&api_url(trigger, env), &project, &token)?;
+    let client = GitLabClient::new(&api_url(trigger, env), &project, &token)?
+        .with_max_body_bytes(cfg.forge_api.max_body_bytes());
     let run_url = var("CI_JOB_URL")
         .or_else(|| var("CI_PIPELINE_URL"))
         .map(str::to_owned);

@@ -749,3 +749,69 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 
 /// Split-trust mode (`--bundle` / `replan publish`) against the same world.
 mod split;
+/// The checklist look-up lists the comments; a next link to another origin is refused there
+/// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run
+/// goes on; the token never leaves the API origin either way.)
+#[test]
+fn github_e2e_foreign_next_link_is_refused_naming_the_url_without_the_token() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    world.fake.seed_comment(number, "bob", "an earlier comment");
+    let foreign = format!(
+        "https://collector.example:8443/repos/octo/widgets/issues/{number}/comments?page=2"
+    );
+    world.fake.push_fault(
+        Fault::extra_header(
+            "GET",
+            &format!("/repos/octo/widgets/issues/{number}/comments"),
+            "link",
+            &format!("<{foreign}>; rel=\"next\""),
+        )
+        .times(50),
+    );
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    let said = text(&output);
+    assert!(said.contains(&foreign), "names the URL: {said}");
+    assert!(said.contains("outside the API origin"), "{said}");
+    // `::add-mask::` hands the token to the runner for masking; no other line may hold it.
+    assert!(
+        said.lines()
+            .filter(|line| !line.starts_with("::add-mask::"))
+            .all(|line| !line.contains(&world.fake.token())),
+        "{said}"
+    );
+}
+
+#[test]
+fn github_e2e_forge_answer_over_forge_api_max_response_bytes_is_refused_as_too_large() {
+    let world = World::new("");
+    world.fake.add_collaborator("alice", "write");
+    let number = world
+        .fake
+        .seed_issue("Add a hello file", "Please.", "alice");
+    for n in 0..40 {
+        world
+            .fake
+            .seed_comment(number, "bob", &format!("{n}: {}", "words ".repeat(400)));
+    }
+    let payload = world.issue_opened(number, "alice");
+    let mut env = world.env("issues", &payload);
+    env.insert(
+        "REPLAN_FORGE_API__MAX_RESPONSE_BYTES".into(),
+        "65536".into(),
+    );
+
+    let output = world.run(&env);
+
+    let said = text(&output);
+    assert!(
+        said.contains("too large") && said.contains("65536"),
+        "the comment listing (~100 KB) is refused: {said}"
+    );
+}

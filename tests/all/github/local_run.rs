@@ -21,8 +21,8 @@ pub fn checkout() -> (TestRepo, TestRepo) {
 }
 
 /// The binary with a clean environment, isolated git and the scripted model; no arguments yet.
-pub fn local_replan(llm: &LlmServer) -> Command {
-    let mut command = Command::cargo_bin("replan").unwrap();
+fn base_command(llm: &LlmServer) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
         if let Ok(value) = std::env::var(key) {
@@ -39,9 +39,19 @@ pub fn local_replan(llm: &LlmServer) -> Command {
     command
 }
 
-/// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT`, not started yet.
-pub fn issue_7_run(llm: &LlmServer, checkout: &TestRepo) -> Command {
-    let mut command = local_replan(llm);
+/// The binary with a clean environment, isolated git and the scripted model; no arguments yet.
+pub fn local_replan(llm: &LlmServer) -> Command {
+    Command::from_std(base_command(llm))
+}
+
+/// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT [--local-dir DIR]` as a plain
+/// process (the kill test signals it); `local_dir` None uses the default.
+pub fn local_command(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Command {
+    let mut command = base_command(llm);
     command
         .args([
             "run",
@@ -53,8 +63,17 @@ pub fn issue_7_run(llm: &LlmServer, checkout: &TestRepo) -> Command {
             "Please.",
         ])
         .arg("--workspace")
-        .arg(checkout.path())
-        .timeout(std::time::Duration::from_secs(120));
+        .arg(checkout.path());
+    if let Some(dir) = local_dir {
+        command.arg("--local-dir").arg(dir);
+    }
+    command
+}
+
+/// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT`, not started yet.
+pub fn issue_7_run(llm: &LlmServer, checkout: &TestRepo) -> Command {
+    let mut command = Command::from_std(local_command(llm, checkout, None));
+    command.timeout(std::time::Duration::from_secs(120));
     command
 }
 

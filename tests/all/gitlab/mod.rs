@@ -31,9 +31,10 @@ const HISTORY: &str = "replan-history";
 
 fn fast_retry() -> RetryPolicy {
     RetryPolicy {
-        max_retries: 3,
+        max_attempts: 4,
         base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_secs(2),
+        max_rate_limit_wait: Duration::from_secs(2),
+        timeout: Duration::from_secs(30),
     }
 }
 
@@ -547,7 +548,7 @@ async fn gitlab_retries_rate_limits_and_server_errors_but_not_a_failed_post() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, ForgeError::Server { status: 500, .. }),
+        matches!(&err, ForgeError::Uncertain { message, .. } if message.contains("500")),
         "{err:?}"
     );
     assert_eq!(
@@ -651,4 +652,67 @@ async fn gitlab_replan_note_id_is_fetched_and_its_author_becomes_the_actor() {
         err.contains("REPLAN_NOTE_ID") && err.contains("999999"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn gitlab_note_and_merge_request_whose_answers_were_lost_happen_once() {
+    let fake = FakeGitLab::start();
+    let iid = fake.seed_issue("Plan", "Please", "alice");
+    let notes = format!("/api/v4/projects/101/issues/{iid}/notes");
+    fake.push_fault(Fault::after_effect("POST", &notes, 502));
+    let body = replan::forge::marker::with_marker("Done.", "abc123");
+    let forge = forge(&fake);
+
+    forge
+        .post_comment(&ThreadRef::issue(iid), &body)
+        .await
+        .expect("the note is found again after the 502");
+    assert_eq!(fake.notes(Noteable::Issue(iid)).len(), 1);
+    assert_eq!(fake.requests_to("POST", &notes).len(), 1);
+
+    fake.commit_file("replan/issue-1", "cache.rs", "fn cache() {}\n");
+    fake.push_fault(Fault::after_effect(
+        "POST",
+        "/api/v4/projects/101/merge_requests",
+        500,
+    ));
+    let request = PullRequestRequest {
+        head: "replan/issue-1".into(),
+        base: "main".into(),
+        title: "Add caching".into(),
+        body: format!("Closes #{iid}"),
+    };
+    let opened = forge.open_pull_request(&request).await.unwrap();
+    assert_eq!(fake.merge_requests().len(), 1);
+    assert_eq!(opened.number, fake.merge_requests()[0].iid);
+    assert_eq!(
+        fake.requests_to("POST", "/api/v4/projects/101/merge_requests")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn gitlab_redirect_to_another_origin_keeps_the_private_token_home() {
+    let fake = FakeGitLab::start();
+    let elsewhere = FakeGitLab::start();
+    let iid = fake.seed_issue("Plan", "Please", "alice");
+    let path = format!("/api/v4/projects/101/issues/{iid}");
+    let target = format!("{}{path}", elsewhere.base_url());
+    fake.push_fault(Fault::new("GET", &path, 307).header("location", &target));
+
+    let err = forge(&fake)
+        .thread(&ThreadRef::issue(iid))
+        .await
+        .unwrap_err();
+
+    assert!(err.to_string().contains(&target), "{err}");
+    assert!(!err.to_string().contains(&fake.token()), "{err}");
+    assert!(
+        elsewhere.requests().iter().all(|r| {
+            r.header("private-token").is_none() && r.header("authorization").is_none()
+        }),
+        "no credentials across origins"
+    );
+    assert!(elsewhere.requests().is_empty());
 }

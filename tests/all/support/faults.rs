@@ -36,6 +36,8 @@ pub struct Fault {
     headers: Vec<(String, String)>,
     body: Value,
     delay: Option<Duration>,
+    /// Handle the request first (its effect takes place), then answer with the fault.
+    after_effect: bool,
 }
 
 impl Fault {
@@ -49,7 +51,23 @@ impl Fault {
             headers: Vec::new(),
             body: json!({ "message": default_message(status) }),
             delay: None,
+            after_effect: false,
         }
+    }
+
+    /// The request takes effect (the comment is created, the pull request opened), and then
+    /// the answer is lost to `status`: what a proxy's 502 after a slow write looks like.
+    pub fn after_effect(method: &str, path_prefix: &str, status: u16) -> Self {
+        let mut fault = Fault::new(method, path_prefix, status);
+        fault.after_effect = true;
+        fault
+    }
+
+    /// Answer normally, with an extra header (e.g. a `link` to another origin).
+    pub fn extra_header(method: &str, path_prefix: &str, name: &str, value: &str) -> Self {
+        let mut fault = Fault::new(method, path_prefix, 200).header(name, value);
+        fault.status = None;
+        fault
     }
 
     /// Answer normally, but only after `delay` (a slow server, for time-outs).
@@ -138,8 +156,33 @@ impl Fault {
 pub enum FaultOutcome {
     /// Answer with this response and do nothing else.
     Respond(FakeResponse),
-    /// Handle the request normally, then wait this long before answering.
-    Delay(Duration),
+    /// Handle the request normally, then wait this long before answering, with extra headers.
+    Handle(Duration, Vec<(String, String)>),
+    /// Handle the request normally (it takes effect), then answer with this response instead.
+    AfterEffect(FakeResponse),
+}
+
+/// The fake's answer to a request given the fault it matched: `handle` is the normal handling.
+pub fn answer_with(
+    outcome: Option<FaultOutcome>,
+    handle: impl FnOnce() -> FakeResponse,
+) -> FakeResponse {
+    match outcome {
+        None => handle(),
+        Some(FaultOutcome::Respond(response)) => response,
+        Some(FaultOutcome::AfterEffect(response)) => {
+            handle();
+            response
+        }
+        Some(FaultOutcome::Handle(wait, headers)) => {
+            let mut response = handle();
+            if !wait.is_zero() {
+                response.delay = Some(wait);
+            }
+            response.headers.extend(headers);
+            response
+        }
+    }
 }
 
 /// The queue of pending faults; the first matching fault wins.
@@ -169,9 +212,13 @@ impl FaultQueue {
                 let mut response = FakeResponse::json(status, &fault.body);
                 response.headers.extend(fault.headers.iter().cloned());
                 response.delay = fault.delay;
-                FaultOutcome::Respond(response)
+                if fault.after_effect {
+                    FaultOutcome::AfterEffect(response)
+                } else {
+                    FaultOutcome::Respond(response)
+                }
             }
-            None => FaultOutcome::Delay(fault.delay.unwrap_or_default()),
+            None => FaultOutcome::Handle(fault.delay.unwrap_or_default(), fault.headers.clone()),
         };
         if fault.times == 0 {
             self.faults.remove(index);

@@ -56,6 +56,9 @@ impl RecordedRequest {
 struct Shared {
     player: ScenarioPlayer,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Requests from this index on are recorded but never answered (a test kills the client
+    /// while it waits).
+    hold_from: std::sync::atomic::AtomicUsize,
 }
 
 pub struct LlmServer {
@@ -75,6 +78,7 @@ impl LlmServer {
         let shared = Arc::new(Shared {
             player: ScenarioPlayer::new(scenario),
             requests: Mutex::new(Vec::new()),
+            hold_from: std::sync::atomic::AtomicUsize::new(usize::MAX),
         });
         let (shutdown, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let served = shared.clone();
@@ -127,6 +131,13 @@ impl LlmServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Leave the request with this 0-based index, and every later one, unanswered.
+    pub fn hold_from(&self, index: usize) {
+        self.shared
+            .hold_from
+            .store(index, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn remaining_steps(&self) -> usize {
@@ -260,11 +271,14 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         wire,
         received_at: Instant::now(),
     };
-    shared
-        .requests
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(recorded.clone());
+    let index = {
+        let mut requests = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
+        requests.push(recorded.clone());
+        requests.len() - 1
+    };
+    if index >= shared.hold_from.load(std::sync::atomic::Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
     let texts = recorded.texts();
     let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let outcome = shared.player.next(&Subject {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use super::faults::ConcurrentChange;
-use super::faults::{Fault, FaultOutcome, FaultQueue};
+use super::faults::{Fault, FaultQueue, answer_with};
 use super::git_objects::{Commit, ObjectStore, Signature};
 use super::server::{FakeRequest, FakeResponse, LoggedRequest, TestServer};
 
@@ -514,17 +514,8 @@ fn answer(state: &mut State, request: &FakeRequest) -> FakeResponse {
     if !authorized(state, request) {
         return json::error(401, "Bad credentials");
     }
-    let mut delay = None;
-    match state.faults.take(request) {
-        Some(FaultOutcome::Respond(response)) => return response,
-        Some(FaultOutcome::Delay(wait)) => delay = Some(wait),
-        None => {}
-    }
-    let mut response = routes::route(state, request);
-    if delay.is_some() {
-        response.delay = delay;
-    }
-    response
+    let outcome = state.faults.take(request);
+    answer_with(outcome, || routes::route(state, request))
 }
 
 fn authorized(state: &State, request: &FakeRequest) -> bool {

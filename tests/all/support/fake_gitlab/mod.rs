@@ -13,7 +13,7 @@ mod routes;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::faults::{ConcurrentChange, Fault, FaultOutcome, FaultQueue};
+use super::faults::{ConcurrentChange, Fault, FaultQueue, answer_with};
 use super::git_objects::{Commit, ObjectStore, Signature};
 use super::server::{FakeRequest, FakeResponse, LoggedRequest, TestServer};
 
@@ -525,17 +525,8 @@ fn answer(state: &mut State, request: &FakeRequest) -> FakeResponse {
     if credential == Credential::JobToken && !routes::job_token_allowed(request) {
         return json::insufficient_scope();
     }
-    let mut delay = None;
-    match state.faults.take(request) {
-        Some(FaultOutcome::Respond(response)) => return response,
-        Some(FaultOutcome::Delay(wait)) => delay = Some(wait),
-        None => {}
-    }
-    let mut response = routes::route(state, request);
-    if delay.is_some() {
-        response.delay = delay;
-    }
-    response
+    let outcome = state.faults.take(request);
+    answer_with(outcome, || routes::route(state, request))
 }
 
 fn credential(state: &State, request: &FakeRequest) -> Option<Credential> {

@@ -1,4 +1,4 @@
-//! The HTTPS client set-up shared by every outbound API client (forges, remote config): rustls
+//! The HTTPS client set-up shared by every outbound client (forges, LLMs, remote config): rustls
 //! with ring only and the bundled web PKI roots, so a `FROM scratch` image works and no other
 //! crypto provider is ever compiled in.
 

@@ -1,0 +1,104 @@
+//! Work that survives a fresh checkout: after every finished task the working tree is committed
+//! to `replan/work/<thread>` and pushed, and a run that resumes a thread on a clean checkout
+//! brings those files back before it goes on. (A CI re-run starts from a new clone; without this
+//! the tasks already ticked off would have lost their changes.)
+
+use crate::history::SessionState;
+use crate::report::{Notice, Reporter};
+use crate::tools::git::{CommitAuthor, Publisher, restore_working_tree, snapshot_working_tree};
+use crate::trigger::ThreadRef;
+use async_trait::async_trait;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// `replan/work/issue-7`, `replan/work/pr-7`, `replan/work/mr-7`.
+pub fn work_branch(thread: &ThreadRef) -> String {
+    crate::tools::forge_tools::branch_prefix(thread).replacen("replan/", "replan/work/", 1)
+}
+
+/// Restore the thread's work branch into a clean checkout when the history has finished tasks.
+pub async fn restore(workspace: PathBuf, thread: ThreadRef, state: &SessionState) {
+    if state.tasks_done() == 0 {
+        return;
+    }
+    let branch = work_branch(&thread);
+    let restored =
+        tokio::task::spawn_blocking(move || restore_working_tree(&workspace, &branch)).await;
+    match restored {
+        Ok(Ok(true)) => tracing::info!(
+            "restored the changes of the finished tasks from `{}`",
+            work_branch(&thread)
+        ),
+        Ok(Ok(false)) => {}
+        Ok(Err(e)) => tracing::warn!(
+            "could not restore the finished tasks' changes from `{}`: {}",
+            work_branch(&thread),
+            e.message
+        ),
+        Err(e) => tracing::warn!("restoring the work branch stopped: {e}"),
+    }
+}
+
+/// A reporter that also saves the working tree after each task that finishes.
+pub struct WorkBranchReporter {
+    pub inner: Arc<dyn Reporter>,
+    pub workspace: PathBuf,
+    pub thread: ThreadRef,
+    pub publisher: Arc<dyn Publisher>,
+    pub author: CommitAuthor,
+    /// Tasks done at the last save.
+    pub saved_at: Mutex<usize>,
+}
+
+impl WorkBranchReporter {
+    async fn save(&self, state: &SessionState) {
+        let done = state.tasks_done();
+        let mut saved_at = self.saved_at.lock().await;
+        if done <= *saved_at {
+            return;
+        }
+        *saved_at = done;
+        let (repo, branch, author) = (
+            self.workspace.clone(),
+            work_branch(&self.thread),
+            self.author.clone(),
+        );
+        let message = format!(
+            "Replan: work on {} after {done} finished task(s)",
+            self.thread
+        );
+        let branch_name = branch.clone();
+        let committed = tokio::task::spawn_blocking(move || {
+            snapshot_working_tree(&repo, &branch_name, &message, &author)
+        })
+        .await;
+        match committed {
+            Ok(Ok(Some(_))) => {
+                if let Err(e) = self.publisher.publish(&self.workspace, &branch).await {
+                    tracing::warn!("could not push the work branch `{branch}`: {}", e.message);
+                }
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => tracing::warn!("could not save the work to `{branch}`: {}", e.message),
+            Err(e) => tracing::warn!("saving the work branch stopped: {e}"),
+        }
+    }
+}
+
+#[async_trait]
+impl Reporter for WorkBranchReporter {
+    async fn progress(&self, state: &SessionState) -> Option<String> {
+        self.save(state).await;
+        self.inner.progress(state).await
+    }
+
+    async fn notice(&self, state: &SessionState, notice: &Notice) -> Option<String> {
+        self.inner.notice(state, notice).await
+    }
+
+    async fn finish(&self, state: &SessionState) {
+        self.save(state).await;
+        self.inner.finish(state).await
+    }
+}
