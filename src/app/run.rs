@@ -276,6 +276,7 @@ async fn ci_run(
     run_url: Option<String>,
     fetched: Option<crate::forge::Comment>,
 ) -> Result<Exit, CliError> {
+    let forge = crate::outbound::forge::RedactingForge::wrap(forge);
     ctx.workflow.group("Replan: trigger and gate");
     tracing::info!(
         event = %trigger.event,
@@ -480,7 +481,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
-    let forge: Arc<dyn Forge> = local.clone();
+    let forge = crate::outbound::forge::RedactingForge::wrap(local.clone());
     let backend: Arc<dyn HistoryBackend> = Arc::new(LocalHistory::new(
         &dir,
         ctx.config.history.directory.clone(),

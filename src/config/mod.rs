@@ -24,6 +24,7 @@ mod reference;
 mod refinement;
 mod remote;
 mod replanning;
+mod secrets;
 mod source;
 mod task_replanning;
 mod tools;
@@ -48,6 +49,7 @@ pub use replanning::{
     ActionSequenceLimits, ExecutionLimits, GlobalLimits, GoalUnderstandingLimits,
     LlmDecisionConfig, ReflectionLimits, ReplanningConfig, TaskDecompositionLimits,
 };
+pub use secrets::SecretsConfig;
 pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
@@ -67,6 +69,7 @@ pub struct Config {
     pub github: ForgeTriggerConfig,
     pub gitlab: ForgeTriggerConfig,
     pub user_config_api: Option<UserConfigApi>,
+    pub secrets: SecretsConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

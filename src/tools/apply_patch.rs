@@ -369,7 +369,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
     for file in patch {
         match (&file.old_path, &file.new_path) {
             (None, Some(new)) => {
-                let target = workspace.resolve(new)?;
+                let target = workspace.resolve_writable("apply_patch", new)?;
                 if target.absolute.exists() {
                     return Err(ToolError::new(
                         ToolErrorKind::Failed,
@@ -395,6 +395,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         e
                     }
                 })?;
+                workspace.check_writable("apply_patch", &source)?;
                 let text = read_text(&source.absolute, &source.relative)?;
                 let patched = apply_hunks(&text, &file.hunks, &source.relative)?;
                 match new {
@@ -413,7 +414,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         changes.push(Change::Delete(source));
                     }
                     Some(new) if new != old => {
-                        let target = workspace.resolve(new)?;
+                        let target = workspace.resolve_writable("apply_patch", new)?;
                         summary.push(format!(
                             "renamed `{}` to `{}` ({} hunks)",
                             source.relative,

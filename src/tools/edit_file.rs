@@ -52,6 +52,7 @@ impl Tool for EditFileTool {
             ));
         }
         let target = self.workspace.resolve_existing(path)?;
+        self.workspace.check_writable("edit_file", &target)?;
         run_blocking("edit_file", self.timeout, move || {
             let text = read_text(&target.absolute, &target.relative)?;
             let edited = replace_unique(&text, &old_text, &new_text, &target.relative)?;

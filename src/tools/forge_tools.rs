@@ -179,9 +179,10 @@ impl Tool for OpenPullRequestTool {
         let message = format!("{title}\n\nChanges made by Replan for {}.", self.thread);
         let author = self.author.clone();
         let default_base = self.default_base.clone();
+        let protected = self.workspace.protected().entries().to_vec();
         let (branch, commit, base) = tokio::task::spawn_blocking(move || {
             let branch = free_branch_name(&repo, &prefix);
-            let commit = commit_working_tree(&repo, &branch, &message, &author)?;
+            let commit = commit_working_tree(&repo, &branch, &message, &author, &protected)?;
             let base = base_arg
                 .or(default_base)
                 .or_else(|| current_branch(&repo))

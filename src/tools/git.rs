@@ -159,12 +159,14 @@ pub fn free_branch_name(repo: &Path, prefix: &str) -> String {
 }
 
 /// Commit every working-tree change (as `git add -A` sees them) on top of HEAD to a new branch
-/// `branch`; returns the commit id. "nothing to commit" when the tree equals HEAD's.
+/// `branch`; returns the commit id. "nothing to commit" when the tree equals HEAD's. Paths under
+/// `protected` (workspace-relative, directories ending in `/`) keep HEAD's version.
 pub fn commit_working_tree(
     repo: &Path,
     branch: &str,
     message: &str,
     author: &CommitAuthor,
+    protected: &[String],
 ) -> Result<String, ToolError> {
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[]).map_err(|_| {
         ToolError::new(
@@ -178,7 +180,14 @@ pub fn commit_working_tree(
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {
         git(repo, &["read-tree", "HEAD"], &with_index)?;
-        git(repo, &["add", "-A"], &with_index)?;
+        let mut add = vec!["add".to_owned(), "-A".to_owned(), "--".to_owned(), ".".to_owned()];
+        add.extend(
+            protected
+                .iter()
+                .map(|p| format!(":(exclude){}", p.trim_end_matches('/'))),
+        );
+        let add: Vec<&str> = add.iter().map(String::as_str).collect();
+        git(repo, &add, &with_index)?;
         git(repo, &["write-tree"], &with_index)
     })();
     let _ = std::fs::remove_file(&index);
@@ -197,7 +206,14 @@ pub fn commit_working_tree(
     ];
     let commit = git(
         repo,
-        &["commit-tree", &tree, "-p", &head, "-m", message],
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &head,
+            "-m",
+            &crate::outbound::redact(message),
+        ],
         &identity,
     )?;
     // The empty old value makes this fail rather than move an existing branch.

@@ -28,6 +28,8 @@ pub struct McpServer {
     config: McpServerConfig,
     workdir: PathBuf,
     call_timeout: Duration,
+    /// `tools.network`: the server's sandbox allows TCP.
+    network: bool,
     state: tokio::sync::Mutex<State>,
     stderr: Arc<Mutex<CappedBuffer>>,
 }
@@ -63,9 +65,16 @@ impl McpServer {
             config,
             workdir: workdir.into(),
             call_timeout,
+            network: false,
             state: tokio::sync::Mutex::new(State::NotStarted),
             stderr: Arc::new(Mutex::new(CappedBuffer::new(STDERR_TAIL_BYTES))),
         }
+    }
+
+    /// Lets the server open TCP connections (`tools.network: true`).
+    pub fn with_network(mut self, network: bool) -> Self {
+        self.network = network;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -203,6 +212,14 @@ impl McpServer {
             .env_clear()
             .envs(scrubbed_process_env())
             .envs(expand_env(&self.config.env)?);
+        // The same sandbox as commands, started in the workspace root.
+        crate::sandbox::confine(
+            &mut command,
+            &crate::sandbox::SandboxPolicy {
+                workspace: self.workdir.clone(),
+                network: self.network,
+            },
+        );
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -17,6 +17,7 @@ use super::{Tool, ToolRegistry};
 use crate::config::{McpServerConfig, ToolsConfig};
 use crate::forge::Forge;
 use crate::llm::ToolSpec;
+use crate::sandbox::SandboxPolicy;
 use crate::trigger::ThreadRef;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -105,6 +106,10 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
     let timeout = Duration::from_secs(config.command_timeout_seconds.max(1));
     let output_cap = config.output_cap_bytes.max(256) as usize;
     let workspace = context.workspace.clone();
+    let sandbox = SandboxPolicy {
+        workspace: workspace.root().to_path_buf(),
+        network: config.network,
+    };
 
     let mut candidates: Vec<(Arc<dyn Tool>, Option<String>)> = vec![
         (
@@ -175,6 +180,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
             allowed,
             timeout,
             output_cap,
+            sandbox: sandbox.clone(),
         }),
         run_command_missing,
     ));
@@ -253,7 +259,8 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
             server_config.clone(),
             workspace.root(),
             timeout,
-        ));
+        )
+        .with_network(sandbox.network));
         servers.push(server.clone());
         match server.list_tools().await {
             Err(error) => availability

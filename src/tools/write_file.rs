@@ -38,7 +38,7 @@ impl Tool for WriteFileTool {
         let args = Args::new("write_file", &arguments)?;
         let path = args.string("path")?;
         let content = args.string("content")?.to_owned();
-        let target = self.workspace.resolve(path)?;
+        let target = self.workspace.resolve_writable("write_file", path)?;
         run_blocking("write_file", self.timeout, move || {
             if target.absolute.is_dir() {
                 return Err(invalid(format!(

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 fn config() -> ToolsConfig {
     ToolsConfig {
-        allowed_commands: vec!["sh".into(), "env".into(), "cargo test".into()],
+        allowed_commands: vec!["sh *".into(), "env *".into(), "cargo test *".into()],
         ..ToolsConfig::default()
     }
 }
