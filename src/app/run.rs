@@ -59,6 +59,8 @@ struct Ctx {
     load: LoadOptions,
     config: Config,
     workflow: Workflow,
+    /// `--local-dir`, protected from the tools like `.replan/`.
+    local_dir: Option<PathBuf>,
     run_id: String,
     started_at: DateTime<Utc>,
 }
@@ -71,7 +73,7 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
     workflow.mask(&redactor.current());
 
     let workspace = resolve_workspace(opts.workspace.as_ref(), &env)?;
-    let config_path = opts.config.as_ref().map(|path| {
+    let absolute = |path: &PathBuf| {
         if path.is_relative() {
             std::env::current_dir()
                 .map(|cwd| cwd.join(path))
@@ -79,7 +81,8 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
         } else {
             path.clone()
         }
-    });
+    };
+    let config_path = opts.config.as_ref().map(absolute);
     let load = LoadOptions {
         workspace: workspace.clone(),
         config_path,
@@ -96,6 +99,7 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
         load,
         config: local.config,
         workflow,
+        local_dir: opts.local_dir.as_ref().map(absolute),
         run_id: run_id(&env),
         started_at,
     };
@@ -502,7 +506,12 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         Ok(_) => {}
         Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
             local
-                .create_thread(thread, &title, &body, local.local_user())
+                .create_thread(
+                    thread,
+                    &crate::outbound::redact(&title),
+                    &crate::outbound::redact(&body),
+                    local.local_user(),
+                )
                 .await
                 .map_err(|e| CliError::failure(e.to_string()))?;
         }
@@ -653,8 +662,16 @@ async fn cycle_on_thread(
 
     let llm = crate::llm::detect::create_budgeted(&ctx.config.llm, &ctx.env)
         .map_err(|e| CliError::usage(format!("LLM set-up: {e}")))?;
-    let workspace = Workspace::new(&ctx.workspace)
+    let mut workspace = Workspace::new(&ctx.workspace)
         .map_err(|e| CliError::usage(format!("workspace {}: {e}", ctx.workspace.display())))?;
+    // The config was read once, above; the model may not change what the next run reads.
+    if let Some(config) = &ctx.load.config_path {
+        workspace.protect(config, false);
+    }
+    if let Some(dir) = &ctx.local_dir {
+        workspace.protect(dir, true);
+        workspace.protect(&dir.join(&ctx.config.history.directory), true);
+    }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
     if forge.kind() == ForgeKind::GitLab {

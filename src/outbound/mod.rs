@@ -23,6 +23,7 @@
 //! | LLM requests: prompts (issue text included), tool results | `llm::http::HttpClient::post_json` | every JSON string |
 //! | history entries | `history::jsonl::to_line`, the one serializer | every JSON string |
 //! | commit messages of the pull-request branch | `tools::git::commit_working_tree` | the message |
+//! | file content the model writes (and a pull request pushes) | `write_file`, `edit_file`, `apply_patch` arguments | known values only ([`redact_known`]) |
 //! | `$GITHUB_OUTPUT`, `$GITHUB_STEP_SUMMARY` | `actions::outputs::append`, `actions::summary::append` | every value |
 //!
 //! The one exemption the redactor allows itself, the model's own assistant turns echoed back to
@@ -30,7 +31,7 @@
 //! never receives a secret it could have echoed.
 //!
 //! What this cannot cover: bytes a sandboxed command writes into workspace files that a pull
-//! request then pushes (file contents are not text Replan composes), and a secret transformed in
+//! request then pushes (Replan does not compose those), and a secret transformed in
 //! a way the encodings above do not list (reversed, split). The sandbox (`crate::sandbox`) and the
 //! scrubbed child environment keep secrets out of the commands' reach in the first place.
 
@@ -54,7 +55,10 @@ pub const SECRET_NAME_MARKERS: &[&str] = &[
 
 /// Whether the variable `name` holds a secret by its name (see the module docs).
 pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase().replace("AUTHOR", "");
+    let upper = name
+        .to_ascii_uppercase()
+        .replace("AUTHORIZ", "AUTHZ")
+        .replace("AUTHOR", "");
     SECRET_NAME_MARKERS
         .iter()
         .any(|marker| upper.contains(marker))
@@ -96,6 +100,12 @@ where
 /// `text` with every secret (and token shape) replaced by `***`.
 pub fn redact(text: &str) -> String {
     SECRETS.redact(text)
+}
+
+/// `text` with the known secret values masked, token shapes left alone: for what the model
+/// writes into files (`write_file`, `edit_file`, `apply_patch`), which a pull request pushes.
+pub fn redact_known(text: &str) -> String {
+    SECRETS.current().redact_known(text).into_owned()
 }
 
 /// `value` with every string in it, object keys included, redacted.

@@ -2,6 +2,8 @@
 //! (`.replan.yml`, `.github/replan.yml`, a `--config` file inside the workspace), Replan's local
 //! state (`.replan/`, `--local-dir`, the history directory) and `.git`.
 //!
+//! `.github/replan/` (prompt overrides) is protected for the same reason as the configuration.
+//!
 //! The file tools refuse them up front ([`ProtectedPaths::check`]). Commands cannot be refused
 //! up front and Landlock cannot make part of the writable workspace read-only, so each command
 //! runs between a [`Snapshot`] and [`Snapshot::restore`]: whatever it changed there is put back
@@ -13,7 +15,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Always protected, relative to the workspace root; a trailing `/` marks a directory.
-pub const ALWAYS: &[&str] = &[".replan.yml", ".github/replan.yml", ".replan/", ".git/"];
+/// `.github/replan/` holds the prompt overrides, which steer the next run like the config does.
+pub const ALWAYS: &[&str] = &[
+    ".replan.yml",
+    ".github/replan.yml",
+    ".github/replan/",
+    ".replan/",
+    ".git/",
+];
 
 /// The parts of `.git` a command's changes are undone in.
 const GIT_SNAPSHOT: &[&str] = &[

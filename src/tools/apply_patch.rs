@@ -41,7 +41,7 @@ impl Tool for ApplyPatchTool {
 
     async fn call(&self, arguments: Value) -> ToolResult {
         let args = Args::new("apply_patch", &arguments)?;
-        let patch = parse_patch(args.string("patch")?)?;
+        let patch = parse_patch(&crate::outbound::redact_known(args.string("patch")?))?;
         let workspace = self.workspace.clone();
         run_blocking("apply_patch", self.timeout, move || {
             apply(&workspace, &patch)

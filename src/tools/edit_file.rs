@@ -40,7 +40,7 @@ impl Tool for EditFileTool {
         let args = Args::new("edit_file", &arguments)?;
         let path = args.string("path")?;
         let old_text = args.string("old_text")?.to_owned();
-        let new_text = args.string("new_text")?.to_owned();
+        let new_text = crate::outbound::redact_known(args.string("new_text")?);
         if old_text.is_empty() {
             return Err(invalid(
                 "edit_file: `old_text` is empty; use write_file to create a file",

@@ -37,7 +37,7 @@ impl Tool for WriteFileTool {
     async fn call(&self, arguments: Value) -> ToolResult {
         let args = Args::new("write_file", &arguments)?;
         let path = args.string("path")?;
-        let content = args.string("content")?.to_owned();
+        let content = crate::outbound::redact_known(args.string("content")?);
         let target = self.workspace.resolve_writable("write_file", path)?;
         run_blocking("write_file", self.timeout, move || {
             if target.absolute.is_dir() {

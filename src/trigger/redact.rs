@@ -66,6 +66,8 @@ pub fn encoded_forms(value: &str) -> Vec<String> {
         .remove(b'~');
     let mut forms = Vec::new();
     for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+        // The value alone, last character included.
+        forms.push(engine.encode(value));
         for offset in 0..3usize {
             let mut bytes = vec![0u8; offset];
             bytes.extend_from_slice(value.as_bytes());
@@ -147,12 +149,22 @@ impl Redactor {
 
     /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_with(text, true)
+    }
+
+    /// Only the known values (and their encodings), not the token shapes: for text that becomes
+    /// file content, where `Authorization: token` is code, not a leak.
+    pub fn redact_known<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_with(text, false)
+    }
+
+    fn redact_with<'a>(&self, text: &'a str, shapes: bool) -> Cow<'a, str> {
         let mut current = Cow::Borrowed(text);
         // A mask can join the text around it into a secret again (a secret containing `***`);
         // repeating until nothing changes rules that out. Passes shorten the text; the cap is
         // a guard, never reached in practice.
         for _ in 0..16 {
-            let spans = self.secret_spans(&current);
+            let spans = self.secret_spans(&current, shapes);
             if spans.is_empty() {
                 return current;
             }
@@ -173,7 +185,7 @@ impl Redactor {
     }
 
     /// Byte ranges of secrets, sorted and merged.
-    fn secret_spans(&self, text: &str) -> Vec<(usize, usize)> {
+    fn secret_spans(&self, text: &str, shapes: bool) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
         for secret in &self.known {
             // Overlapping occurrences too (`aaaa` in `aaaaa`): step one character at a time.
@@ -184,7 +196,7 @@ impl Redactor {
                 from = start + text[start..].chars().next().map_or(1, char::len_utf8);
             }
         }
-        for pattern in PATTERNS.iter() {
+        for pattern in PATTERNS.iter().filter(|_| shapes) {
             for caps in pattern.captures_iter(text) {
                 let m = caps
                     .name("s")
@@ -206,12 +218,23 @@ impl Redactor {
         merged
     }
 
-    /// `::add-mask::VALUE` workflow commands for GitHub Actions, one per known value and line,
-    /// with the workflow-command escaping (`%`, CR, LF) the runner undoes.
+    /// `::add-mask::VALUE` workflow commands for GitHub Actions, one per known value and line
+    /// (not their encoded forms), with the workflow-command escaping (`%`, CR, LF) the runner
+    /// undoes.
     pub fn mask_commands(&self) -> Vec<String> {
-        self.known
-            .iter()
-            .filter(|value| !value.contains(['\n', '\r']))
+        let mut values: Vec<&str> = Vec::new();
+        for original in &self.originals {
+            for value in std::iter::once(original.as_str()).chain(original.lines().map(str::trim)) {
+                if value.chars().count() >= MIN_SECRET_LEN
+                    && !value.contains(['\n', '\r'])
+                    && !values.contains(&value)
+                {
+                    values.push(value);
+                }
+            }
+        }
+        values
+            .into_iter()
             .map(|value| {
                 let escaped = value
                     .replace('%', "%25")
@@ -441,6 +464,35 @@ mod tests {
         let r = Redactor::new(["abc123secret", "secret999xyz", "", "tiny"]);
         assert_eq!(r.redact("x abc123secret999xyz y").as_ref(), "x *** y");
         assert_eq!(r.redact("tiny is fine").as_ref(), "tiny is fine");
+    }
+
+    #[test]
+    fn encoded_forms_are_masked_at_every_base64_alignment() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        let secret = "canary+/s3cret value?&=";
+        let r = Redactor::new([secret]);
+        for prefix in ["", "a", "ab", "abc", "user:"] {
+            for engine in [STANDARD, URL_SAFE] {
+                let blob = engine.encode(format!("{prefix}{secret} and more"));
+                let out = r.redact(&blob).into_owned();
+                assert!(out.contains(MASK), "{prefix:?}: {out}");
+                let leftover = engine.decode(out.replace(MASK, "").as_bytes());
+                assert!(
+                    leftover.map_or(true, |bytes| !String::from_utf8_lossy(&bytes).contains("s3cret")),
+                    "{prefix:?}: {out}"
+                );
+            }
+        }
+        let url = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+        assert_eq!(r.redact(&format!("?q={url}")).as_ref(), "?q=***");
+        let json = serde_json::to_string(&json_value(secret)).unwrap();
+        assert!(!r.redact(&json).contains("s3cret"));
+    }
+
+    fn json_value(text: &str) -> serde_json::Value {
+        serde_json::json!({ "v": format!("say \"{text}\"") })
     }
 
     #[test]
