@@ -93,6 +93,9 @@ pub async fn run(opts: RunOptions, env: BTreeMap<String, String>) -> Result<Exit
     // The start rules (label, handle) come from the config; the remote layer needs the actor,
     // which needs the event: read the local layers first, the whole config after the gate.
     let local = config::load_local(&load).map_err(|e| CliError::usage(e.to_string()))?;
+    // The LLM key's variable and `secrets.extra_values` are known once the config is read.
+    redactor.add_secrets(known_secrets(&env, Some(&local.config)));
+    workflow.mask(&redactor.current());
     let ctx = Ctx {
         env: env.clone(),
         workspace,

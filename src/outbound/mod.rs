@@ -156,7 +156,13 @@ mod tests {
         ] {
             assert!(is_secret_name(name), "{name}");
         }
-        for name in ["PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "RUST_LOG"] {
+        for name in [
+            "PATH",
+            "HOME",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "RUST_LOG",
+        ] {
             assert!(!is_secret_name(name), "{name}");
         }
     }
@@ -164,7 +170,8 @@ mod tests {
     #[test]
     fn json_strings_and_keys_are_redacted_structure_kept() {
         let redactor = Redactor::new(["canary-4f2a9c"]);
-        let value = json!({"a": ["x canary-4f2a9c y", 3], "canary-4f2a9c": {"b": "Y2FuYXJ5LTRmMmE5Yw"}});
+        let value =
+            json!({"a": ["x canary-4f2a9c y", 3], "canary-4f2a9c": {"b": "Y2FuYXJ5LTRmMmE5Yw"}});
         let out = redact_json_with(&redactor, &value);
         assert_eq!(out, json!({"a": ["x *** y", 3], "***": {"b": "***"}}));
     }

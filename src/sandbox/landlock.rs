@@ -150,7 +150,9 @@ pub fn confine(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
     let ruleset = match ruleset(abi, policy, &program) {
         Ok(ruleset) => ruleset.map(Arc::new),
         Err(e) => {
-            tracing::warn!("landlock: could not build the ruleset ({e}); the command runs without it");
+            tracing::warn!(
+                "landlock: could not build the ruleset ({e}); the command runs without it"
+            );
             None
         }
     };

@@ -257,7 +257,13 @@ mod tests {
         ] {
             assert!(protected.covering(path).is_some(), "{path}");
         }
-        for path in [".replan.yml.bak", ".replanx/a", "src/.replan.yml", "conf", ".github/x"] {
+        for path in [
+            ".replan.yml.bak",
+            ".replanx/a",
+            "src/.replan.yml",
+            "conf",
+            ".github/x",
+        ] {
             assert!(protected.covering(path).is_none(), "{path}");
         }
         assert!(!protected.entries().iter().any(|e| e.contains("elsewhere")));
@@ -274,7 +280,11 @@ mod tests {
         let snapshot = protected.snapshot();
         assert!(snapshot.restore().is_empty());
 
-        std::fs::write(root.join(".replan.yml"), "tools: {allowed_commands: [bash]}\n").unwrap();
+        std::fs::write(
+            root.join(".replan.yml"),
+            "tools: {allowed_commands: [bash]}\n",
+        )
+        .unwrap();
         std::fs::remove_dir_all(root.join(".replan/planning_history")).unwrap();
         std::fs::create_dir_all(root.join(".github")).unwrap();
         std::fs::write(root.join(".github/replan.yml"), "x: 1\n").unwrap();
@@ -282,7 +292,10 @@ mod tests {
         let changed = snapshot.restore();
 
         assert!(changed.contains(&".replan.yml".to_owned()), "{changed:?}");
-        assert!(changed.contains(&".github/replan.yml".to_owned()), "{changed:?}");
+        assert!(
+            changed.contains(&".github/replan.yml".to_owned()),
+            "{changed:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(root.join(".replan.yml")).unwrap(),
             "tools: {}\n"

@@ -180,7 +180,12 @@ pub fn commit_working_tree(
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {
         git(repo, &["read-tree", "HEAD"], &with_index)?;
-        let mut add = vec!["add".to_owned(), "-A".to_owned(), "--".to_owned(), ".".to_owned()];
+        let mut add = vec![
+            "add".to_owned(),
+            "-A".to_owned(),
+            "--".to_owned(),
+            ".".to_owned(),
+        ];
         add.extend(
             protected
                 .iter()

@@ -254,13 +254,10 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
 
     let mut servers = Vec::new();
     for (name, server_config) in &context.mcp_servers {
-        let server = Arc::new(McpServer::new(
-            name,
-            server_config.clone(),
-            workspace.root(),
-            timeout,
-        )
-        .with_network(sandbox.network));
+        let server = Arc::new(
+            McpServer::new(name, server_config.clone(), workspace.root(), timeout)
+                .with_network(sandbox.network),
+        );
         servers.push(server.clone());
         match server.list_tools().await {
             Err(error) => availability

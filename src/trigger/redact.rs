@@ -479,7 +479,8 @@ mod tests {
                 assert!(out.contains(MASK), "{prefix:?}: {out}");
                 let leftover = engine.decode(out.replace(MASK, "").as_bytes());
                 assert!(
-                    leftover.map_or(true, |bytes| !String::from_utf8_lossy(&bytes).contains("s3cret")),
+                    leftover.map_or(true, |bytes| !String::from_utf8_lossy(&bytes)
+                        .contains("s3cret")),
                     "{prefix:?}: {out}"
                 );
             }

@@ -5,6 +5,7 @@
 mod canary;
 mod commands;
 mod landlock;
+mod nondumpable;
 mod protected;
 
 use replan::config::ToolsConfig;

@@ -541,9 +541,7 @@ async fn run_command_runs_allowed_argv_and_denies_the_rest() {
     let error = err(&tools, "run_command", json!({"argv": ["rm", "-rf", "."]})).await;
     assert_eq!(error.kind, ToolErrorKind::Denied);
     assert!(
-        error
-            .message
-            .contains("`sh *`, `env *`, `cargo test *`"),
+        error.message.contains("`sh *`, `env *`, `cargo test *`"),
         "{error}"
     );
     assert!(error.message.contains("tools.allowed_commands"), "{error}");

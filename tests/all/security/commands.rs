@@ -47,7 +47,11 @@ async fn the_tool_description_lists_exactly_what_may_run() {
         "{}",
         spec.description
     );
-    assert!(spec.description.contains("equal an entry"), "{}", spec.description);
+    assert!(
+        spec.description.contains("equal an entry"),
+        "{}",
+        spec.description
+    );
 }
 
 #[tokio::test]
@@ -56,7 +60,11 @@ async fn detected_commands_follow_the_same_rule() {
     std::fs::write(dir.path().join("Makefile"), "test:\n\techo ran\n").unwrap();
     let tools = tools_for(dir.path(), allowing(&[]), |_| {}).await;
     let spec = tools.get("run_command").unwrap().spec();
-    assert!(spec.description.contains("`make test`"), "{}", spec.description);
+    assert!(
+        spec.description.contains("`make test`"),
+        "{}",
+        spec.description
+    );
     let error = call(
         &tools,
         "run_command",

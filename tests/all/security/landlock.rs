@@ -42,7 +42,10 @@ async fn a_command_writes_in_the_workspace_and_temp_dir_only() {
     let said = call(&tools, "run_command", json!({"argv": ["sh", "-c", script]}))
         .await
         .unwrap();
-    assert!(!escaped.exists(), "a write outside the workspace went through: {said}");
+    assert!(
+        !escaped.exists(),
+        "a write outside the workspace went through: {said}"
+    );
     assert!(said.contains("ermission denied"), "{said}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("new-at-root.txt")).unwrap(),
@@ -89,11 +92,16 @@ async fn a_command_cannot_connect_unless_the_network_is_allowed() {
         return;
     }
     if bash().is_none() {
-        eprintln!("skipped a_command_cannot_connect_unless_the_network_is_allowed: no bash for /dev/tcp");
+        eprintln!(
+            "skipped a_command_cannot_connect_unless_the_network_is_allowed: no bash for /dev/tcp"
+        );
         return;
     }
     let (said, accepted) = connect_from_a_command(false).await;
     assert!(!accepted && !said.contains("connected\n"), "{said}");
     let (said, accepted) = connect_from_a_command(true).await;
-    assert!(accepted && said.contains("connected"), "with tools.network: true: {said}");
+    assert!(
+        accepted && said.contains("connected"),
+        "with tools.network: true: {said}"
+    );
 }

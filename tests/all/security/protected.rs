@@ -25,7 +25,11 @@ const EXISTING: &[&str] = &[
 ];
 
 /// Protected places that do not exist yet.
-const NEW: &[&str] = &[".replan/new.jsonl", ".github/replan/new.md", ".git/hooks/pre-push"];
+const NEW: &[&str] = &[
+    ".replan/new.jsonl",
+    ".github/replan/new.md",
+    ".git/hooks/pre-push",
+];
 
 fn repository() -> TestRepo {
     let repo = TestRepo::new();
@@ -57,7 +61,11 @@ async fn assert_refused(tools: &ToolRegistry, tool: &str, args: serde_json::Valu
     let error = call(tools, tool, args.clone())
         .await
         .expect_err(&format!("{tool} {args} must be refused"));
-    assert_eq!(error.kind, ToolErrorKind::Denied, "{tool} on {path}: {error}");
+    assert_eq!(
+        error.kind,
+        ToolErrorKind::Denied,
+        "{tool} on {path}: {error}"
+    );
     assert!(
         error.message.contains("protected") || error.message.contains(".git"),
         "{tool} on {path}: {error}"
@@ -110,9 +118,13 @@ async fn write_file_edit_file_and_apply_patch_refuse_every_protected_path() {
     }
     assert_eq!(state(repo.path()), before);
     // Ordinary files are still writable.
-    call(&tools, "write_file", json!({"path": "conf/other.yaml", "content": "ok\n"}))
-        .await
-        .unwrap();
+    call(
+        &tools,
+        "write_file",
+        json!({"path": "conf/other.yaml", "content": "ok\n"}),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -131,7 +143,12 @@ async fn a_command_that_changes_protected_paths_fails_and_they_are_put_back() {
         .unwrap_err();
     assert_eq!(error.kind, ToolErrorKind::Denied, "{error}");
     assert!(error.message.contains("put them back"), "{error}");
-    for path in [".replan.yml", ".replan", ".git/hooks/pre-push", "conf/replan.yaml"] {
+    for path in [
+        ".replan.yml",
+        ".replan",
+        ".git/hooks/pre-push",
+        "conf/replan.yaml",
+    ] {
         assert!(error.message.contains(path), "{path} not named: {error}");
     }
     assert_eq!(state(repo.path()), before);
