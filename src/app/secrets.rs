@@ -61,4 +61,28 @@ mod tests {
         }
         assert!(!known.contains(&"/home/me".to_owned()));
     }
+
+    #[test]
+    fn extra_values_come_from_the_environment_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let env: BTreeMap<String, String> = [(
+            "REPLAN_SECRETS__EXTRA_VALUES".to_owned(),
+            "first-extra-1, second-extra-2".to_owned(),
+        )]
+        .into();
+        let loaded = crate::config::load_local(&crate::config::LoadOptions {
+            workspace: dir.path().to_path_buf(),
+            config_path: None,
+            env: env.clone(),
+            overrides: Vec::new(),
+            user: None,
+        })
+        .unwrap();
+        assert_eq!(
+            loaded.config.secrets.extra_values,
+            ["first-extra-1", "second-extra-2"]
+        );
+        let known = known_secrets(&env, Some(&loaded.config));
+        assert!(known.contains(&"second-extra-2".to_owned()), "{known:?}");
+    }
 }

@@ -50,6 +50,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "github",
     "gitlab",
     "user_config_api",
+    "secrets",
 ];
 
 /// The seed variables, read with `envy` (field names are the variable names, lowercased).
