@@ -4,6 +4,7 @@
 
 mod canary;
 mod commands;
+mod github_canary;
 mod landlock;
 mod nondumpable;
 mod protected;

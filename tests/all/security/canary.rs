@@ -14,15 +14,15 @@ use crate::support::TestRepo;
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
-const CANARY: &str = "canary-7d41e0b9f2a6";
-const EXTRA: &str = "extra-canary-5e8d1a7b";
+pub(super) const CANARY: &str = "canary-7d41e0b9f2a6";
+pub(super) const EXTRA: &str = "extra-canary-5e8d1a7b";
 
 fn url_encoded(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// Every form the canaries must not appear in.
-fn forbidden() -> Vec<String> {
+pub(super) fn forbidden() -> Vec<String> {
     let mut forms = Vec::new();
     for value in [CANARY, EXTRA] {
         forms.push(value.to_owned());
@@ -32,7 +32,7 @@ fn forbidden() -> Vec<String> {
     forms
 }
 
-fn hostile_steps(outside_tmp: &Path) -> String {
+pub(super) fn hostile_steps(outside_tmp: &Path) -> String {
     let b64 = STANDARD.encode(CANARY);
     let url = url_encoded(CANARY);
     format!(
@@ -77,7 +77,7 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
-fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+pub(super) fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
@@ -92,12 +92,8 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
-#[test]
-fn canary_secrets_reach_no_outbound_surface() {
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", "# widgets\n");
+/// The canary file the model may read and the config naming the extra value.
+pub(super) fn plant(checkout: &TestRepo) {
     checkout.write(
         "notes/canary.txt",
         &format!("deploy key {CANARY}\nextra {EXTRA}\n"),
@@ -108,6 +104,19 @@ fn canary_secrets_reach_no_outbound_surface() {
             "secrets:\n  extra_values: [\"{EXTRA}\"]\ntools:\n  allowed_commands: [\"sh -c *\", \"cat notes/canary.txt\"]\n"
         ),
     );
+}
+
+#[test]
+fn canary_secrets_reach_no_outbound_surface() {
+    let origin = TestRepo::bare();
+    let checkout = TestRepo::clone_from(&origin);
+    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
+    checkout.write("README.md", "# widgets\n");
+    checkout.write(
+        "notes/canary.txt",
+        &format!("deploy key {CANARY}\nextra {EXTRA}\n"),
+    );
+    plant(&checkout);
     checkout.commit_all("init");
     checkout.run_git(&["push", "-q", "origin", "main"]);
     let home = TempDir::new().unwrap();
