@@ -29,6 +29,25 @@ async fn tools_for(
         .registry
 }
 
+/// Replan runs as this non-root user when the tests run as root, so that what root would
+/// bypass (the non-dumpable process) is what is tested.
+const NOBODY: u32 = 65534;
+const SETPRIV: &str = "/usr/bin/setpriv";
+/// `setpriv` arguments that run the program after them as [`NOBODY`].
+const AS_NOBODY: [&str; 6] = [
+    "--reuid",
+    "65534",
+    "--regid",
+    "65534",
+    "--clear-groups",
+    "--",
+];
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 fn allowing(commands: &[&str]) -> ToolsConfig {
     ToolsConfig {
         allowed_commands: commands.iter().map(|c| (*c).to_owned()).collect(),

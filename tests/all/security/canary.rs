@@ -9,6 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
+use super::{AS_NOBODY, NOBODY, SETPRIV, is_root};
 use crate::github::e2e_support::scenario;
 use crate::support::TestRepo;
 use crate::support::git::isolated_git_env;
@@ -59,21 +60,17 @@ steps:
     )
 }
 
-/// Replan runs as this non-root user when the tests run as root (so that the non-dumpable
-/// protection, which root ignores, is what is tested).
-const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn chown_tree(path: &Path, uid: u32) {
-    let _ = std::os::unix::fs::lchown(path, Some(uid), Some(uid));
-    if path.is_dir() && !path.is_symlink() {
-        for entry in std::fs::read_dir(path).unwrap().flatten() {
-            chown_tree(&entry.path(), uid);
+fn chown_trees(dirs: &[&Path], uid: u32) {
+    fn chown_tree(path: &Path, uid: u32) {
+        let _ = std::os::unix::fs::lchown(path, Some(uid), Some(uid));
+        if path.is_dir() && !path.is_symlink() {
+            for entry in std::fs::read_dir(path).unwrap().flatten() {
+                chown_tree(&entry.path(), uid);
+            }
         }
+    }
+    for dir in dirs {
+        chown_tree(dir, uid);
     }
 }
 
@@ -92,8 +89,20 @@ pub(super) fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
+/// (origin, checkout): `main` pushed, with the canary file and the config planted.
+pub(super) fn planted_checkout() -> (TestRepo, TestRepo) {
+    let origin = TestRepo::bare();
+    let checkout = TestRepo::clone_from(&origin);
+    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
+    checkout.write("README.md", "# widgets\n");
+    plant(&checkout);
+    checkout.commit_all("init");
+    checkout.run_git(&["push", "-q", "origin", "main"]);
+    (origin, checkout)
+}
+
 /// The canary file the model may read and the config naming the extra value.
-pub(super) fn plant(checkout: &TestRepo) {
+fn plant(checkout: &TestRepo) {
     checkout.write(
         "notes/canary.txt",
         &format!("deploy key {CANARY}\nextra {EXTRA}\n"),
@@ -108,17 +117,7 @@ pub(super) fn plant(checkout: &TestRepo) {
 
 #[test]
 fn canary_secrets_reach_no_outbound_surface() {
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", "# widgets\n");
-    checkout.write(
-        "notes/canary.txt",
-        &format!("deploy key {CANARY}\nextra {EXTRA}\n"),
-    );
-    plant(&checkout);
-    checkout.commit_all("init");
-    checkout.run_git(&["push", "-q", "origin", "main"]);
+    let (origin, checkout) = planted_checkout();
     let home = TempDir::new().unwrap();
     let tmp = TempDir::new().unwrap();
     let files = TempDir::new().unwrap();
@@ -126,27 +125,19 @@ fn canary_secrets_reach_no_outbound_surface() {
     let outside_tmp = PathBuf::from(format!("/tmp/replan-outside-{}", fastrand::u64(..)));
     let llm = LlmServer::start(scenario(&hostile_steps(&outside_tmp)));
 
-    let unprivileged = is_root() && Path::new("/usr/bin/setpriv").exists();
+    let unprivileged = is_root() && Path::new(SETPRIV).exists();
+    let dirs = [
+        origin.path(),
+        checkout.path(),
+        home.path(),
+        tmp.path(),
+        files.path(),
+    ];
     let mut command = if unprivileged {
-        for dir in [
-            origin.path(),
-            checkout.path(),
-            home.path(),
-            tmp.path(),
-            files.path(),
-        ] {
-            chown_tree(dir, NOBODY);
-        }
-        let mut command = Command::new("/usr/bin/setpriv");
+        chown_trees(&dirs, NOBODY);
+        let mut command = Command::new(SETPRIV);
         command
-            .args([
-                "--reuid",
-                "65534",
-                "--regid",
-                "65534",
-                "--clear-groups",
-                "--",
-            ])
+            .args(AS_NOBODY)
             .arg(assert_cmd::cargo::cargo_bin("replan"));
         command
     } else {
@@ -196,15 +187,7 @@ fn canary_secrets_reach_no_outbound_surface() {
         .output()
         .unwrap();
     if unprivileged {
-        for dir in [
-            origin.path(),
-            checkout.path(),
-            home.path(),
-            tmp.path(),
-            files.path(),
-        ] {
-            chown_tree(dir, 0);
-        }
+        chown_trees(&dirs, 0);
     }
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();

@@ -1,11 +1,11 @@
 //! The canary run as a GitHub Action: the fake GitHub API's state and every request body it
 //! received, the history branch, the job summary, the step outputs and the job log.
 
-use super::canary::{CANARY, EXTRA, forbidden, hostile_steps, plant};
+use super::canary::{CANARY, EXTRA, forbidden, hostile_steps, planted_checkout};
 use crate::github::e2e_support::scenario;
+use crate::support::FakeGitHub;
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
-use crate::support::{FakeGitHub, TestRepo};
 use assert_cmd::Command;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -38,13 +38,7 @@ fn issue_opened_payload(fake: &FakeGitHub, number: u64, dir: &Path) -> std::path
 #[test]
 fn canary_secrets_reach_no_github_surface() {
     let fake = FakeGitHub::start();
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", "# widgets\n");
-    plant(&checkout);
-    checkout.commit_all("init");
-    checkout.run_git(&["push", "-q", "origin", "main"]);
+    let (origin, checkout) = planted_checkout();
     let files = TempDir::new().unwrap();
     let outside = files.path().join("never-written");
     let llm = LlmServer::start(scenario(&hostile_steps(&outside)));

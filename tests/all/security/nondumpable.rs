@@ -1,6 +1,7 @@
 //! Replan is non-dumpable from start-up: another process of the same (non-root) user, one that
 //! no Landlock domain restricts, cannot read its environment from `/proc/<pid>/environ`.
 
+use super::{AS_NOBODY, NOBODY, SETPRIV, is_root};
 use crate::support::llm_server::LlmServer;
 use replan::llm::scenario::Scenario;
 use std::process::{Command, Stdio};
@@ -8,30 +9,16 @@ use std::time::{Duration, Instant};
 
 const CANARY: &str = "canary-nondumpable-31c9a7";
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// `program` as the unprivileged user when the tests run as root; None when that is impossible.
 fn unprivileged(program: &str) -> Option<Command> {
     if !is_root() {
         return Some(Command::new(program));
     }
-    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+    if !std::path::Path::new(SETPRIV).exists() {
         return None;
     }
-    let mut command = Command::new("/usr/bin/setpriv");
-    command
-        .args([
-            "--reuid",
-            "65534",
-            "--regid",
-            "65534",
-            "--clear-groups",
-            "--",
-        ])
-        .arg(program);
+    let mut command = Command::new(SETPRIV);
+    command.args(AS_NOBODY).arg(program);
     Some(command)
 }
 
@@ -49,7 +36,7 @@ fn another_process_of_the_same_user_cannot_read_replans_environment() {
     let llm = LlmServer::start(Scenario::from_yaml("steps:\n  - fault: { kind: hang }\n").unwrap());
     let workspace = tempfile::tempdir().unwrap();
     if is_root() {
-        std::os::unix::fs::chown(workspace.path(), Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(workspace.path(), Some(NOBODY), Some(NOBODY)).unwrap();
     }
     let mut child = command
         .env_clear()
