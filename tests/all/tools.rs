@@ -741,7 +741,7 @@ async fn tools_not_enabled_are_reported_unavailable() {
 /// The fixture server binary, built by `cargo test` with the other examples; `cargo build` here
 /// finds it fresh (or builds it when a narrower command like `cargo test --test all` skipped it)
 /// and reports its path.
-fn fixture_server() -> PathBuf {
+pub(crate) fn fixture_server() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
         let mut cargo = std::process::Command::new(env!("CARGO"));

@@ -105,3 +105,50 @@ async fn a_command_cannot_connect_unless_the_network_is_allowed() {
         "with tools.network: true: {said}"
     );
 }
+
+#[tokio::test]
+async fn an_mcp_server_starts_in_the_workspace_under_the_same_sandbox() {
+    if !landlock_at_least(
+        1,
+        "an_mcp_server_starts_in_the_workspace_under_the_same_sandbox",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    // A wrapper that tries to write outside, marks where it started, then serves MCP (from a
+    // copy in the workspace: the sandbox lets it execute only from readable places).
+    let fixture = dir.path().join("mcp-fixture");
+    std::fs::copy(crate::tools::fixture_server(), &fixture).unwrap();
+    let server = replan::config::McpServerConfig {
+        command: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                "echo x > {}; pwd > started-in.txt; exec {}",
+                escaped.display(),
+                fixture.display()
+            ),
+        ],
+        ..replan::config::McpServerConfig::default()
+    };
+    let mut context = replan::tools::registry_builder::ToolContext::new(
+        replan::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        allowing(&[]),
+    );
+    context.mcp_servers = [("fx".to_owned(), server)].into();
+    let built = replan::tools::registry_builder::build_registry(context).await;
+    let said = call(&built.registry, "fx__echo", json!({"text": "hi"})).await;
+    built.mcp.shutdown().await;
+    assert_eq!(said.unwrap(), "hi", "{:?}", built.availability.unavailable);
+    assert!(
+        !escaped.exists(),
+        "the MCP server wrote outside the workspace"
+    );
+    let started = std::fs::read_to_string(dir.path().join("started-in.txt")).unwrap();
+    assert_eq!(
+        std::path::Path::new(started.trim()),
+        dir.path().canonicalize().unwrap()
+    );
+}
