@@ -285,3 +285,25 @@ fn canary_secrets_reach_no_outbound_surface() {
         let _ = std::fs::remove_file(&outside_tmp);
     }
 }
+
+#[test]
+fn config_explain_masks_the_extra_values_it_prints() {
+    let dir = TempDir::new().unwrap();
+    let output = Command::cargo_bin("replan")
+        .unwrap()
+        .env(
+            "REPLAN_SECRETS__EXTRA_VALUES",
+            "first-extra-1, second-extra-2",
+        )
+        .args(["config", "--explain", "--workspace"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("secrets.extra_values"), "{stdout}");
+    assert!(stdout.contains("***"), "{stdout}");
+    for value in ["first-extra-1", "second-extra-2"] {
+        assert!(!stdout.contains(value), "{stdout}");
+    }
+}
