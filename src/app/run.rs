@@ -685,9 +685,11 @@ async fn cycle_on_thread(
     }
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
-    let tools = build_registry(tool_context).await;
+    // Prompt overrides are read, like the config, before anything model-driven starts (MCP
+    // servers start while the registry is built).
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let tools = build_registry(tool_context).await;
     let sink = Arc::new(RecordingSink {
         backend: backend.clone(),
         thread,

@@ -4,9 +4,10 @@
 //!
 //! `.github/replan/` (prompt overrides) is protected for the same reason as the configuration.
 //!
-//! The file tools refuse them up front ([`ProtectedPaths::check`]). Commands cannot be refused
-//! up front and Landlock cannot make part of the writable workspace read-only, so each command
-//! runs between a [`Snapshot`] and [`Snapshot::restore`]: whatever it changed there is put back
+//! The file tools refuse them up front ([`ProtectedPaths::check`]). Commands and MCP servers
+//! cannot be refused up front and Landlock cannot make part of the writable workspace read-only,
+//! so each command, each MCP server start and each MCP tool call runs between a [`Snapshot`] and
+//! [`Snapshot::restore`] ([`restoring`]): whatever it changed there is put back
 //! and the command is reported failed. For `.git` the snapshot covers what can run code or
 //! redirect a push (`config`, `hooks/`, `info/`, `HEAD`, `refs/`, `packed-refs`), not the object
 //! store, which is append-only in practice and large.
@@ -130,6 +131,20 @@ impl ProtectedPaths {
             workspace: self.root.clone(),
         }
     }
+}
+
+/// Runs `work`, then puts back whatever it changed under the protected paths; also returns
+/// those paths (empty when nothing changed).
+pub async fn restoring<T>(
+    protected: &ProtectedPaths,
+    work: impl std::future::Future<Output = T>,
+) -> (T, Vec<String>) {
+    let snapshot = protected.snapshot();
+    let output = work.await;
+    let restored = tokio::task::spawn_blocking(move || snapshot.restore())
+        .await
+        .unwrap_or_default();
+    (output, restored)
 }
 
 /// One node of a snapshot.

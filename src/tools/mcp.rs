@@ -9,6 +9,7 @@ use super::output::{CappedBuffer, cap_text};
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::config::McpServerConfig;
 use crate::llm::ToolSpec;
+use crate::sandbox::protected::{ProtectedPaths, restoring};
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
@@ -383,6 +384,8 @@ pub struct McpTool {
     pub server: Arc<McpServer>,
     pub remote: RemoteTool,
     pub output_cap: usize,
+    /// Put back after each call: the server runs in the workspace like a command.
+    pub protected: ProtectedPaths,
 }
 
 #[async_trait]
@@ -400,7 +403,22 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, arguments: Value) -> ToolResult {
-        let result = self.server.call(&self.remote.name, arguments).await?;
+        let (result, restored) = restoring(
+            &self.protected,
+            self.server.call(&self.remote.name, arguments),
+        )
+        .await;
+        if !restored.is_empty() {
+            return Err(ToolError::new(
+                ToolErrorKind::Denied,
+                format!(
+                    "MCP tool `{}` changed protected paths ({}); Replan put them back",
+                    offered_name(self.server.name(), &self.remote.name),
+                    restored.join(", ")
+                ),
+            ));
+        }
+        let result = result?;
         let text = render_result(&result);
         if result.is_error == Some(true) {
             return Err(ToolError::new(

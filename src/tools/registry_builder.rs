@@ -18,6 +18,7 @@ use crate::config::{McpServerConfig, ToolsConfig};
 use crate::forge::Forge;
 use crate::llm::ToolSpec;
 use crate::sandbox::SandboxPolicy;
+use crate::sandbox::protected::restoring;
 use crate::trigger::ThreadRef;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -259,7 +260,15 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                 .with_network(sandbox.network),
         );
         servers.push(server.clone());
-        match server.list_tools().await {
+        // Starting the server runs its code in the workspace too.
+        let (listed, restored) = restoring(workspace.protected(), server.list_tools()).await;
+        if !restored.is_empty() {
+            tracing::warn!(
+                "MCP server `{name}` changed protected paths at start-up ({}); they were put back",
+                restored.join(", ")
+            );
+        }
+        match listed {
             Err(error) => availability
                 .unavailable
                 .push((format!("{name}__*"), error.message)),
@@ -278,6 +287,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                         server: server.clone(),
                         remote,
                         output_cap,
+                        protected: workspace.protected().clone(),
                     });
                     availability.available.push(tool.spec());
                     registry.register(tool);

@@ -15,6 +15,7 @@ use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
 use crate::sandbox::SandboxPolicy;
+use crate::sandbox::protected::restoring;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -127,11 +128,11 @@ impl Tool for RunCommandTool {
             Some(seconds) => self.timeout.min(Duration::from_secs(seconds)),
             None => self.timeout,
         };
-        let snapshot = self.workspace.protected().snapshot();
-        let result = run(&argv, &cwd.absolute, limit, self.output_cap, &self.sandbox).await;
-        let restored = tokio::task::spawn_blocking(move || snapshot.restore())
-            .await
-            .unwrap_or_default();
+        let (result, restored) = restoring(
+            self.workspace.protected(),
+            run(&argv, &cwd.absolute, limit, self.output_cap, &self.sandbox),
+        )
+        .await;
         if restored.is_empty() {
             return result;
         }
