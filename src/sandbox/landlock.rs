@@ -28,8 +28,9 @@ pub fn kernel_abi() -> i32 {
 
 static REPORTED: Once = Once::new();
 
-/// Logs once per process what the sandbox enforces.
-fn report(abi: i32, policy: &SandboxPolicy) {
+/// Logs once per process what the sandbox enforces (when the tools are set up, and at the
+/// latest when the first child is confined).
+pub fn report(abi: i32, policy: &SandboxPolicy) {
     REPORTED.call_once(|| {
         if abi > 0 {
             tracing::info!(

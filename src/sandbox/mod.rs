@@ -37,6 +37,11 @@ pub fn make_process_non_dumpable() {
     }
 }
 
+/// Says once, on stderr, what the sandbox will enforce on this machine.
+pub fn announce(policy: &SandboxPolicy) {
+    landlock::report(landlock::kernel_abi(), policy);
+}
+
 /// Puts `command` in the sandbox: `no_new_privs` and Landlock in the child before `exec`.
 pub fn confine(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
     landlock::confine(command, policy);

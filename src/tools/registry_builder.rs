@@ -111,6 +111,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
         workspace: workspace.root().to_path_buf(),
         network: config.network,
     };
+    crate::sandbox::announce(&sandbox);
 
     let mut candidates: Vec<(Arc<dyn Tool>, Option<String>)> = vec![
         (
