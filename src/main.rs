@@ -3,9 +3,26 @@ use replan::cli::{self, Cli};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The secret set is read from the environment before anything else runs, and no other
+    // process of this user may read our memory or environment from /proc.
+    replan::outbound::init();
+    replan::sandbox::make_process_non_dumpable();
     // Only ring is compiled in, but installing it explicitly keeps rustls from ever having to guess.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    let stdio = match replan::outbound::stdio::interpose() {
+        Ok(guard) => Some(guard),
+        Err(e) => {
+            eprintln!("error: could not set up the redaction of stdout and stderr: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let exit = run(cli);
+    drop(stdio);
+    exit
+}
+
+fn run(cli: Cli) -> ExitCode {
     cli::logging::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

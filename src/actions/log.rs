@@ -60,7 +60,7 @@ impl Workflow {
     pub fn mask(&self, redactor: &Redactor) {
         if self.enabled {
             for line in redactor.mask_commands() {
-                println!("{line}");
+                crate::outbound::stdio::write_unredacted_stdout_line(&line);
             }
         }
     }

@@ -9,7 +9,8 @@ use std::path::Path;
 pub fn append(path: &Path, outputs: &[(&str, String)]) -> std::io::Result<()> {
     let mut text = String::new();
     for (name, value) in outputs {
-        let delimiter = delimiter_for(value);
+        let value = crate::outbound::redact(value);
+        let delimiter = delimiter_for(&value);
         text.push_str(&format!("{name}<<{delimiter}\n{value}\n{delimiter}\n"));
     }
     let mut file = std::fs::OpenOptions::new()

@@ -8,7 +8,7 @@ pub fn append(path: &Path, markdown: &str) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
-    let mut text = markdown.to_owned();
+    let mut text = crate::outbound::redact(markdown);
     if !text.ends_with('\n') {
         text.push('\n');
     }

@@ -69,6 +69,14 @@ impl Forge for PrRecorder {
         self.inner.gate_permission(user).await
     }
 
+    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+        self.inner.comment(thread, id).await
+    }
+
+    async fn own_login(&self) -> Option<String> {
+        self.inner.own_login().await
+    }
+
     async fn react(
         &self,
         thread: &ThreadRef,

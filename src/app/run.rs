@@ -62,6 +62,8 @@ struct Ctx {
     load: LoadOptions,
     config: Config,
     workflow: Workflow,
+    /// `--local-dir`, protected from the tools like `.replan/`.
+    local_dir: Option<PathBuf>,
     run_id: String,
     started_at: DateTime<Utc>,
     bundle: Option<Arc<Recorder>>,
@@ -82,7 +84,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     workflow.mask(&redactor.current());
 
     let workspace = resolve_workspace(opts.workspace.as_ref(), &env)?;
-    let config_path = opts.config.as_ref().map(|path| {
+    let absolute = |path: &PathBuf| {
         if path.is_relative() {
             std::env::current_dir()
                 .map(|cwd| cwd.join(path))
@@ -90,7 +92,8 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         } else {
             path.clone()
         }
-    });
+    };
+    let config_path = opts.config.as_ref().map(absolute);
     let load = LoadOptions {
         workspace: workspace.clone(),
         config_path,
@@ -101,12 +104,16 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     // The start rules (label, handle) come from the config; the remote layer needs the actor,
     // which needs the event: read the local layers first, the whole config after the gate.
     let local = config::load_local(&load).map_err(|e| CliError::usage(e.to_string()))?;
+    // The LLM key's variable and `secrets.extra_values` are known once the config is read.
+    redactor.add_secrets(known_secrets(&env, Some(&local.config)));
+    workflow.mask(&redactor.current());
     let ctx = Ctx {
         env: env.clone(),
         workspace,
         load,
         config: local.config,
         workflow,
+        local_dir: opts.local_dir.as_ref().map(absolute),
         run_id,
         started_at,
         bundle,
@@ -285,7 +292,8 @@ async fn ci_run(
     if let Some(bundle) = &ctx.bundle {
         bundle.set_origin(trigger.forge, &trigger.repo);
     }
-    let forge = recorded_forge(&ctx, forge);
+    // Outermost, so the bundle too records only redacted bodies.
+    let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, forge));
     let rules = start_rules(&ctx.config, trigger.forge);
     // A comment not addressed to Replan leaves one log line and nothing else.
     if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
@@ -567,7 +575,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
-    let forge = recorded_forge(&ctx, local.clone());
+    let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, local.clone()));
     let backend = recorded_history(
         &ctx,
         Arc::new(LocalHistory::new(
@@ -591,7 +599,12 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         Ok(_) => {}
         Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
             local
-                .create_thread(thread, &title, &body, local.local_user())
+                .create_thread(
+                    thread,
+                    &crate::outbound::redact(&title),
+                    &crate::outbound::redact(&body),
+                    local.local_user(),
+                )
                 .await
                 .map_err(|e| CliError::failure(e.to_string()))?;
         }
@@ -745,8 +758,16 @@ async fn cycle_on_thread(
 
     let llm = crate::llm::detect::create_budgeted(&ctx.config.llm, &ctx.env)
         .map_err(|e| CliError::usage(format!("LLM set-up: {e}")))?;
-    let workspace = Workspace::new(&ctx.workspace)
+    let mut workspace = Workspace::new(&ctx.workspace)
         .map_err(|e| CliError::usage(format!("workspace {}: {e}", ctx.workspace.display())))?;
+    // The config was read once, above; the model may not change what the next run reads.
+    if let Some(config) = &ctx.load.config_path {
+        workspace.protect(config, false);
+    }
+    if let Some(dir) = &ctx.local_dir {
+        workspace.protect(dir, true);
+        workspace.protect(&dir.join(&ctx.config.history.directory), true);
+    }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
     if forge.kind() == ForgeKind::GitLab {
@@ -775,9 +796,11 @@ async fn cycle_on_thread(
         &ctx.run_id,
         &loaded.entries,
     )));
-    let tools = build_registry(tool_context).await;
+    // Prompt overrides are read, like the config, before anything model-driven starts (MCP
+    // servers start while the registry is built).
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let tools = build_registry(tool_context).await;
     let sink = Arc::new(RecordingSink {
         backend: backend.clone(),
         thread,

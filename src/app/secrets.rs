@@ -1,91 +1,88 @@
-//! Every secret a run knows, for the log redactor, posted text and `::add-mask::`.
+//! Every secret a run knows, for the redactor of everything outbound and `::add-mask::`.
+//!
+//! The environment part is read at start-up by `crate::outbound`; this adds what only the
+//! configuration names: the LLM key's variable, the remote config token's variable and
+//! `secrets.extra_values`.
 
 use crate::config::Config;
-use crate::trigger::redact::{Redactor, SharedRedactor};
+use crate::outbound::{is_secret_name, secrets};
+use crate::trigger::redact::SharedRedactor;
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
-
-/// Tokens and keys read from the environment by name.
-pub const SECRET_VARIABLES: &[&str] = &[
-    "GITHUB_TOKEN",
-    "INPUT_GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITLAB_TOKEN",
-    "CI_JOB_TOKEN",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "INPUT_OPENAI_API_KEY",
-    "INPUT_ANTHROPIC_API_KEY",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-];
-
-/// Names of environment variables whose values are secrets by convention, beyond the list above.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "API_KEY",
-        "APIKEY",
-        "PRIVATE_KEY",
-        "CREDENTIAL",
-    ]
-    .iter()
-    .any(|marker| upper.contains(marker))
-}
-
-/// Seeded with every secret-looking variable of the process, so even the first log line is safe.
-static LOG_REDACTOR: LazyLock<SharedRedactor> = LazyLock::new(|| {
-    let secrets = std::env::vars()
-        .filter(|(name, value)| is_secret_name(name) && !value.trim().is_empty())
-        .map(|(_, value)| value);
-    SharedRedactor::new(Redactor::new(secrets))
-});
 
 /// The redactor the log writer uses; secrets added to it are masked in every later log line.
 pub fn log_redactor() -> SharedRedactor {
-    LOG_REDACTOR.clone()
+    secrets()
 }
 
 /// The environment secrets plus the variables the config names (`llm.api_key_env`,
-/// `user_config_api.token_env`).
+/// `user_config_api.token_env`) and `secrets.extra_values`.
 pub fn known_secrets(env: &BTreeMap<String, String>, config: Option<&Config>) -> Vec<String> {
-    let mut names: Vec<String> = SECRET_VARIABLES.iter().map(|s| (*s).to_owned()).collect();
+    let mut names: Vec<&str> = env
+        .keys()
+        .map(String::as_str)
+        .filter(|name| is_secret_name(name))
+        .collect();
+    let mut extra = Vec::new();
     if let Some(config) = config {
-        names.extend(config.llm.api_key_env.iter().cloned());
+        names.extend(config.llm.api_key_env.iter().map(String::as_str));
         if let Some(api) = &config.user_config_api {
-            names.extend(api.token_env.iter().cloned());
+            names.extend(api.token_env.iter().map(String::as_str));
         }
+        extra.extend(config.secrets.extra_values.iter().cloned());
     }
     names
         .iter()
-        .filter_map(|name| env.get(name))
-        .filter(|value| !value.trim().is_empty())
+        .filter_map(|name| env.get(*name))
         .cloned()
+        .chain(extra)
+        .filter(|value| !value.trim().is_empty())
         .collect()
 }
 
 #[cfg(test)]
-mod secret_name_tests {
-    use super::is_secret_name;
+mod tests {
+    use super::*;
 
     #[test]
-    fn secret_names_are_recognised() {
-        for name in [
-            "GITHUB_TOKEN",
-            "OPENAI_API_KEY",
-            "INPUT_ANTHROPIC_API_KEY",
-            "GITLAB_TOKEN",
-            "db_password",
-        ] {
-            assert!(is_secret_name(name), "{name}");
+    fn the_configured_key_variable_and_extra_values_are_secrets() {
+        let env: BTreeMap<String, String> = [
+            ("MY_LLM", "llm-value-123456"),
+            ("GITHUB_TOKEN", "ghs_value123456"),
+            ("HOME", "/home/me"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+        let mut config = Config::default();
+        config.llm.api_key_env = Some("MY_LLM".into());
+        config.secrets.extra_values = vec!["extra-value-99".into()];
+        let known = known_secrets(&env, Some(&config));
+        for value in ["llm-value-123456", "ghs_value123456", "extra-value-99"] {
+            assert!(known.contains(&value.to_owned()), "{value}: {known:?}");
         }
-        for name in ["PATH", "HOME", "GITHUB_WORKSPACE", "RUST_LOG"] {
-            assert!(!is_secret_name(name), "{name}");
-        }
+        assert!(!known.contains(&"/home/me".to_owned()));
+    }
+
+    #[test]
+    fn extra_values_come_from_the_environment_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let env: BTreeMap<String, String> = [(
+            "REPLAN_SECRETS__EXTRA_VALUES".to_owned(),
+            "first-extra-1, second-extra-2".to_owned(),
+        )]
+        .into();
+        let loaded = crate::config::load_local(&crate::config::LoadOptions {
+            workspace: dir.path().to_path_buf(),
+            config_path: None,
+            env: env.clone(),
+            overrides: Vec::new(),
+            user: None,
+        })
+        .unwrap();
+        assert_eq!(
+            loaded.config.secrets.extra_values,
+            ["first-extra-1", "second-extra-2"]
+        );
+        let known = known_secrets(&env, Some(&loaded.config));
+        assert!(known.contains(&"second-extra-2".to_owned()), "{known:?}");
     }
 }

@@ -120,7 +120,10 @@ impl Manifest {
 
     /// Replace the manifest whole (write, then rename), so a crash never leaves half of it.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).expect("a manifest serialises");
+        // The bundle is uploaded as an artifact: an outbound surface like any other.
+        let text = crate::outbound::redact(
+            &serde_json::to_string_pretty(self).expect("a manifest serialises"),
+        );
         let temporary = dir.join(format!("{MANIFEST}.tmp"));
         std::fs::write(&temporary, text)?;
         std::fs::rename(&temporary, dir.join(MANIFEST))

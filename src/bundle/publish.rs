@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 /// The one place publish redacts: every byte it sends passes through here.
 fn redact(text: &str) -> String {
-    log_redactor().redact(text)
+    crate::outbound::redact(&log_redactor().redact(text))
 }
 
 /// Where the writes go.

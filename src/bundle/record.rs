@@ -229,6 +229,10 @@ impl Forge for RecordingForge {
         self.inner.gate_permission(user).await
     }
 
+    async fn own_login(&self) -> Option<String> {
+        self.inner.own_login().await
+    }
+
     async fn react(
         &self,
         thread: &ThreadRef,

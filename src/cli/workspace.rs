@@ -83,6 +83,11 @@ pub async fn load_config(
     let loaded = crate::config::load(&opts)
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
+    // `secrets.extra_values` and the LLM key's variable are masked in what this command prints.
+    crate::outbound::add_secrets(crate::app::secrets::known_secrets(
+        &opts.env,
+        Some(&loaded.config),
+    ));
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }

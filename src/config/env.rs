@@ -53,6 +53,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "gate",
     "forge_api",
     "user_config_api",
+    "secrets",
 ];
 
 /// The seed variables, read with `envy` (field names are the variable names, lowercased).

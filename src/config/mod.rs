@@ -25,6 +25,7 @@ mod reference;
 mod refinement;
 mod remote;
 mod replanning;
+mod secrets;
 mod source;
 mod task_replanning;
 mod tools;
@@ -51,6 +52,7 @@ pub use replanning::{
     ActionSequenceLimits, ExecutionLimits, GlobalLimits, GoalUnderstandingLimits,
     LlmDecisionConfig, ReflectionLimits, ReplanningConfig, TaskDecompositionLimits,
 };
+pub use secrets::SecretsConfig;
 pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
@@ -74,6 +76,7 @@ pub struct Config {
     pub gate: GateConfig,
     pub forge_api: ForgeApiConfig,
     pub user_config_api: Option<UserConfigApi>,
+    pub secrets: SecretsConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

@@ -17,6 +17,8 @@ pub struct ToolsConfig {
     /// Largest file read returned to the LLM, in bytes.
     pub read_cap_bytes: u64,
     pub search_max_results: u32,
+    /// Whether commands and MCP servers may open TCP connections (enforced with Landlock).
+    pub network: bool,
 }
 
 impl Default for ToolsConfig {
@@ -28,6 +30,7 @@ impl Default for ToolsConfig {
             output_cap_bytes: 65_536,
             read_cap_bytes: 262_144,
             search_max_results: 200,
+            network: false,
         }
     }
 }

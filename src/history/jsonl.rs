@@ -30,7 +30,9 @@ pub struct ParsedHistory {
 
 /// One entry as a JSON line, without the newline.
 pub fn to_line(entry: &Entry) -> String {
-    serde_json::to_string(entry).expect("history entries always serialise")
+    let value = serde_json::to_value(entry).expect("history entries always serialise");
+    serde_json::to_string(&crate::outbound::redact_json(&value))
+        .expect("history entries always serialise")
 }
 
 /// Entries as JSONL text, each line ending in a newline.

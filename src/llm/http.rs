@@ -122,6 +122,8 @@ impl HttpClient {
         purpose: &str,
     ) -> Result<Value, LlmError> {
         let shown_url = self.redact(url);
+        // The one place request bodies leave: prompts, issue text and tool results alike.
+        let body = &crate::outbound::redact_json(body);
         let mut retry = 0u32;
         loop {
             let started = Instant::now();

@@ -41,7 +41,7 @@ impl Tool for ApplyPatchTool {
 
     async fn call(&self, arguments: Value) -> ToolResult {
         let args = Args::new("apply_patch", &arguments)?;
-        let patch = parse_patch(args.string("patch")?)?;
+        let patch = parse_patch(&crate::outbound::redact_known(args.string("patch")?))?;
         let workspace = self.workspace.clone();
         run_blocking("apply_patch", self.timeout, move || {
             apply(&workspace, &patch)
@@ -369,7 +369,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
     for file in patch {
         match (&file.old_path, &file.new_path) {
             (None, Some(new)) => {
-                let target = workspace.resolve(new)?;
+                let target = workspace.resolve_writable("apply_patch", new)?;
                 if target.absolute.exists() {
                     return Err(ToolError::new(
                         ToolErrorKind::Failed,
@@ -395,6 +395,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         e
                     }
                 })?;
+                workspace.check_writable("apply_patch", &source)?;
                 let text = read_text(&source.absolute, &source.relative)?;
                 let patched = apply_hunks(&text, &file.hunks, &source.relative)?;
                 match new {
@@ -413,7 +414,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         changes.push(Change::Delete(source));
                     }
                     Some(new) if new != old => {
-                        let target = workspace.resolve(new)?;
+                        let target = workspace.resolve_writable("apply_patch", new)?;
                         summary.push(format!(
                             "renamed `{}` to `{}` ({} hunks)",
                             source.relative,

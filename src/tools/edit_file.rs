@@ -40,7 +40,7 @@ impl Tool for EditFileTool {
         let args = Args::new("edit_file", &arguments)?;
         let path = args.string("path")?;
         let old_text = args.string("old_text")?.to_owned();
-        let new_text = args.string("new_text")?.to_owned();
+        let new_text = crate::outbound::redact_known(args.string("new_text")?);
         if old_text.is_empty() {
             return Err(invalid(
                 "edit_file: `old_text` is empty; use write_file to create a file",
@@ -52,6 +52,7 @@ impl Tool for EditFileTool {
             ));
         }
         let target = self.workspace.resolve_existing(path)?;
+        self.workspace.check_writable("edit_file", &target)?;
         run_blocking("edit_file", self.timeout, move || {
             let text = read_text(&target.absolute, &target.relative)?;
             let edited = replace_unique(&text, &old_text, &new_text, &target.relative)?;

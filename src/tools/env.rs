@@ -38,12 +38,9 @@ const SAFE: &[&str] = &[
     "GRADLE_USER_HOME",
 ];
 
-/// Fragments that mark a variable as secret even if it is on the safe list.
-const SECRET_MARKERS: &[&str] = &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
-
+/// A variable on the safe list is still dropped when its name marks it as secret.
 pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
+    crate::outbound::is_secret_name(name)
 }
 
 /// The scrubbed environment built from `vars` (normally `std::env::vars()`).

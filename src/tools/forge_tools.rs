@@ -260,6 +260,7 @@ impl Tool for OpenPullRequestTool {
         let default_base = self.default_base.clone();
         // An earlier attempt's branch is pushed and proposed again rather than a second one made.
         let earlier = recorded.and_then(|intent| intent.target);
+        let protected = self.workspace.protected().entries().to_vec();
         let (branch, commit, base) = tokio::task::spawn_blocking(move || {
             let reused = earlier.and_then(|branch| {
                 super::git::git(
@@ -279,7 +280,8 @@ impl Tool for OpenPullRequestTool {
                 Some(found) => found,
                 None => {
                     let branch = free_branch_name(&repo, &prefix);
-                    let commit = commit_working_tree(&repo, &branch, &message, &author)?;
+                    let commit =
+                        commit_working_tree(&repo, &branch, &message, &author, &protected)?;
                     (branch, commit)
                 }
             };

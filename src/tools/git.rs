@@ -159,12 +159,14 @@ pub fn free_branch_name(repo: &Path, prefix: &str) -> String {
 }
 
 /// Commit every working-tree change (as `git add -A` sees them) on top of HEAD to a new branch
-/// `branch`; returns the commit id. "nothing to commit" when the tree equals HEAD's.
+/// `branch`; returns the commit id. "nothing to commit" when the tree equals HEAD's. Paths under
+/// `protected` (workspace-relative, directories ending in `/`) keep HEAD's version.
 pub fn commit_working_tree(
     repo: &Path,
     branch: &str,
     message: &str,
     author: &CommitAuthor,
+    protected: &[String],
 ) -> Result<String, ToolError> {
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[]).map_err(|_| {
         ToolError::new(
@@ -172,7 +174,7 @@ pub fn commit_working_tree(
             "the repository has no commit yet to branch from",
         )
     })?;
-    let tree = working_tree(repo)?;
+    let tree = working_tree(repo, protected)?;
     if tree == git(repo, &["rev-parse", "HEAD^{tree}"], &[])? {
         return Err(ToolError::new(
             ToolErrorKind::Failed,
@@ -186,15 +188,27 @@ pub fn commit_working_tree(
 const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
 
 /// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
-/// temporary index so the real one is untouched.
-fn working_tree(repo: &Path) -> Result<String, ToolError> {
+/// temporary index so the real one is untouched; `protected` paths keep HEAD's version.
+fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
     let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
     let index = git_dir.join(format!("replan-index-{}", std::process::id()));
     let index_text = index.to_string_lossy().into_owned();
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {
         git(repo, &["read-tree", "HEAD"], &with_index)?;
-        git(repo, &["add", "-A"], &with_index)?;
+        let mut add = vec![
+            "add".to_owned(),
+            "-A".to_owned(),
+            "--".to_owned(),
+            ".".to_owned(),
+        ];
+        add.extend(
+            protected
+                .iter()
+                .map(|p| format!(":(exclude){}", p.trim_end_matches('/'))),
+        );
+        let add: Vec<&str> = add.iter().map(String::as_str).collect();
+        git(repo, &add, &with_index)?;
         git(repo, &["write-tree"], &with_index)
     })();
     let _ = std::fs::remove_file(&index);
@@ -219,7 +233,14 @@ fn commit_tree(
     ];
     let commit = git(
         repo,
-        &["commit-tree", tree, "-p", parent, "-m", message],
+        &[
+            "commit-tree",
+            tree,
+            "-p",
+            parent,
+            "-m",
+            &crate::outbound::redact(message),
+        ],
         &identity,
     )?;
     git(
@@ -253,7 +274,7 @@ pub fn snapshot_working_tree(
         Some(tip) => tip.clone(),
         None => git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[])?,
     };
-    let tree = working_tree(repo)?;
+    let tree = working_tree(repo, &[])?;
     if tree == git(repo, &["rev-parse", &format!("{parent}^{{tree}}")], &[])? {
         return Ok(None);
     }

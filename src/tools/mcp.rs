@@ -9,6 +9,7 @@ use super::output::{CappedBuffer, cap_text};
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::config::McpServerConfig;
 use crate::llm::ToolSpec;
+use crate::sandbox::protected::{ProtectedPaths, restoring};
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
@@ -28,6 +29,8 @@ pub struct McpServer {
     config: McpServerConfig,
     workdir: PathBuf,
     call_timeout: Duration,
+    /// `tools.network`: the server's sandbox allows TCP.
+    network: bool,
     state: tokio::sync::Mutex<State>,
     stderr: Arc<Mutex<CappedBuffer>>,
 }
@@ -63,9 +66,16 @@ impl McpServer {
             config,
             workdir: workdir.into(),
             call_timeout,
+            network: false,
             state: tokio::sync::Mutex::new(State::NotStarted),
             stderr: Arc::new(Mutex::new(CappedBuffer::new(STDERR_TAIL_BYTES))),
         }
+    }
+
+    /// Lets the server open TCP connections (`tools.network: true`).
+    pub fn with_network(mut self, network: bool) -> Self {
+        self.network = network;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -203,6 +213,14 @@ impl McpServer {
             .env_clear()
             .envs(scrubbed_process_env())
             .envs(expand_env(&self.config.env)?);
+        // The same sandbox as commands, started in the workspace root.
+        crate::sandbox::confine(
+            &mut command,
+            &crate::sandbox::SandboxPolicy {
+                workspace: self.workdir.clone(),
+                network: self.network,
+            },
+        );
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -366,6 +384,8 @@ pub struct McpTool {
     pub server: Arc<McpServer>,
     pub remote: RemoteTool,
     pub output_cap: usize,
+    /// Put back after each call: the server runs in the workspace like a command.
+    pub protected: ProtectedPaths,
 }
 
 #[async_trait]
@@ -383,7 +403,22 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, arguments: Value) -> ToolResult {
-        let result = self.server.call(&self.remote.name, arguments).await?;
+        let (result, restored) = restoring(
+            &self.protected,
+            self.server.call(&self.remote.name, arguments),
+        )
+        .await;
+        if !restored.is_empty() {
+            return Err(ToolError::new(
+                ToolErrorKind::Denied,
+                format!(
+                    "MCP tool `{}` changed protected paths ({}); Replan put them back",
+                    offered_name(self.server.name(), &self.remote.name),
+                    restored.join(", ")
+                ),
+            ));
+        }
+        let result = result?;
         let text = render_result(&result);
         if result.is_error == Some(true) {
             return Err(ToolError::new(

@@ -18,6 +18,8 @@ use super::{Tool, ToolRegistry};
 use crate::config::{McpServerConfig, ToolsConfig};
 use crate::forge::Forge;
 use crate::llm::ToolSpec;
+use crate::sandbox::SandboxPolicy;
+use crate::sandbox::protected::restoring;
 use crate::trigger::ThreadRef;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -109,6 +111,11 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
     let timeout = Duration::from_secs(config.command_timeout_seconds.max(1));
     let output_cap = config.output_cap_bytes.max(256) as usize;
     let workspace = context.workspace.clone();
+    let sandbox = SandboxPolicy {
+        workspace: workspace.root().to_path_buf(),
+        network: config.network,
+    };
+    crate::sandbox::announce(&sandbox);
 
     let mut candidates: Vec<(Arc<dyn Tool>, Option<String>)> = vec![
         (
@@ -179,6 +186,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
             allowed,
             timeout,
             output_cap,
+            sandbox: sandbox.clone(),
         }),
         run_command_missing,
     ));
@@ -254,14 +262,20 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
 
     let mut servers = Vec::new();
     for (name, server_config) in &context.mcp_servers {
-        let server = Arc::new(McpServer::new(
-            name,
-            server_config.clone(),
-            workspace.root(),
-            timeout,
-        ));
+        let server = Arc::new(
+            McpServer::new(name, server_config.clone(), workspace.root(), timeout)
+                .with_network(sandbox.network),
+        );
         servers.push(server.clone());
-        match server.list_tools().await {
+        // Starting the server runs its code in the workspace too.
+        let (listed, restored) = restoring(workspace.protected(), server.list_tools()).await;
+        if !restored.is_empty() {
+            tracing::warn!(
+                "MCP server `{name}` changed protected paths at start-up ({}); they were put back",
+                restored.join(", ")
+            );
+        }
+        match listed {
             Err(error) => availability
                 .unavailable
                 .push((format!("{name}__*"), error.message)),
@@ -280,6 +294,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                         server: server.clone(),
                         remote,
                         output_cap,
+                        protected: workspace.protected().clone(),
                     });
                     availability.available.push(tool.spec());
                     registry.register(tool);

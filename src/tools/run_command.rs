@@ -1,5 +1,9 @@
 //! `run_command`: an allowed program with arguments (never a shell string) in the workspace, with
-//! a time limit, a capped output and an environment without secrets.
+//! a time limit, a capped output and an environment without secrets, inside the sandbox
+//! (`crate::sandbox`): `no_new_privs`, Landlock, protected paths restored afterwards.
+//!
+//! An allowed entry is split on whitespace (no shell quoting) and must equal the whole argv; a
+//! trailing ` *` allows any further arguments (`cargo test *`).
 //!
 //! The command runs in its own process group so that on time-out (and after it exits) everything
 //! it started is killed too; otherwise a background child would hold the output pipes open.
@@ -10,6 +14,8 @@ use super::output::CappedBuffer;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
+use crate::sandbox::SandboxPolicy;
+use crate::sandbox::protected::restoring;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -18,21 +24,44 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 pub struct RunCommandTool {
     pub workspace: Workspace,
-    /// Allowed command prefixes, e.g. `cargo test` (argv must start with these words).
+    /// Allowed commands, e.g. `make test` (exactly) or `cargo test *` (with any arguments).
     pub allowed: Vec<String>,
     pub timeout: Duration,
     pub output_cap: usize,
+    pub sandbox: SandboxPolicy,
+}
+
+/// Whether `argv` is what the allowed `entry` names: the same words, and more only after a
+/// trailing `*`.
+pub fn entry_allows(entry: &str, argv: &[String]) -> bool {
+    let mut words: Vec<&str> = entry.split_whitespace().collect();
+    let open = words.last() == Some(&"*");
+    if open {
+        words.pop();
+    }
+    let length_ok = if open {
+        argv.len() >= words.len()
+    } else {
+        argv.len() == words.len()
+    };
+    !words.is_empty() && length_ok && words.iter().zip(argv).all(|(w, a)| w == a)
 }
 
 impl RunCommandTool {
-    /// Whether argv starts with one of the allowed prefixes.
     pub fn is_allowed(&self, argv: &[String]) -> bool {
-        self.allowed.iter().any(|prefix| {
-            let words: Vec<&str> = prefix.split_whitespace().collect();
-            !words.is_empty()
-                && words.len() <= argv.len()
-                && words.iter().zip(argv).all(|(w, a)| w == a)
-        })
+        self.allowed.iter().any(|entry| entry_allows(entry, argv))
+    }
+
+    fn allowed_list(&self) -> String {
+        if self.allowed.is_empty() {
+            "none".to_owned()
+        } else {
+            self.allowed
+                .iter()
+                .map(|entry| format!("`{entry}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     }
 }
 
@@ -42,12 +71,18 @@ impl Tool for RunCommandTool {
         ToolSpec {
             name: "run_command".into(),
             description: format!(
-                "Run a program in the repository (argv list, no shell). Allowed commands (argv \
-                 must start with one of them): {}. Time limit {}s; output is capped at {} bytes \
-                 (head and tail kept). Secrets are not in its environment.",
-                self.allowed.join(", "),
+                "Run a program in the repository (argv list, no shell). Exactly these may run \
+                 (the argv must equal an entry word for word; an entry ending in `*` allows any \
+                 further arguments): {}. Time limit {}s; output is capped at {} bytes (head and \
+                 tail kept). Secrets are not in its environment; it runs sandboxed ({}).",
+                self.allowed_list(),
                 self.timeout.as_secs(),
-                self.output_cap
+                self.output_cap,
+                if self.sandbox.network {
+                    "network allowed"
+                } else {
+                    "no network"
+                }
             ),
             input_schema: json!({
                 "type": "object",
@@ -71,14 +106,11 @@ impl Tool for RunCommandTool {
             return Err(ToolError::new(
                 ToolErrorKind::Denied,
                 format!(
-                    "`{}` is not an allowed command; allowed: {}. Add it to \
-                     `tools.allowed_commands` in the Replan configuration to allow it",
+                    "`{}` is not an allowed command; allowed (exact argv, `*` for further \
+                     arguments): {}. Add it to `tools.allowed_commands` in the Replan \
+                     configuration to allow it",
                     argv.join(" "),
-                    if self.allowed.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        self.allowed.join(", ")
-                    }
+                    self.allowed_list()
                 ),
             ));
         }
@@ -96,13 +128,40 @@ impl Tool for RunCommandTool {
             Some(seconds) => self.timeout.min(Duration::from_secs(seconds)),
             None => self.timeout,
         };
-        run(&argv, &cwd.absolute, limit, self.output_cap).await
+        let (result, restored) = restoring(
+            self.workspace.protected(),
+            run(&argv, &cwd.absolute, limit, self.output_cap, &self.sandbox),
+        )
+        .await;
+        if restored.is_empty() {
+            return result;
+        }
+        let output = match &result {
+            Ok(output) => output.content.clone(),
+            Err(error) => error.message.clone(),
+        };
+        Err(ToolError::new(
+            ToolErrorKind::Denied,
+            format!(
+                "`{}` changed protected paths ({}); Replan put them back. Commands may not \
+                 change Replan's configuration, its local state or .git.\n{output}",
+                argv.join(" "),
+                restored.join(", ")
+            ),
+        ))
     }
 }
 
-async fn run(argv: &[String], cwd: &std::path::Path, limit: Duration, cap: usize) -> ToolResult {
+async fn run(
+    argv: &[String],
+    cwd: &std::path::Path,
+    limit: Duration,
+    cap: usize,
+    sandbox: &SandboxPolicy,
+) -> ToolResult {
     let shown = argv.join(" ");
     let mut command = tokio::process::Command::new(&argv[0]);
+    crate::sandbox::confine(&mut command, sandbox);
     command
         .args(&argv[1..])
         .current_dir(cwd)

@@ -5,11 +5,14 @@
 //! credentials) are denied.
 
 use super::{ToolError, ToolErrorKind};
+use crate::sandbox::protected::ProtectedPaths;
 use std::path::{Component, Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     root: PathBuf,
+    /// What the writing tools refuse and commands get restored (`sandbox::protected`).
+    protected: ProtectedPaths,
 }
 
 /// A path from the model, checked to be inside the workspace.
@@ -37,7 +40,10 @@ impl Workspace {
                 root.display()
             ));
         }
-        Ok(Workspace { root: canonical })
+        Ok(Workspace {
+            protected: ProtectedPaths::new(&canonical),
+            root: canonical,
+        })
     }
 
     /// `--workspace`, else `GITHUB_WORKSPACE`, else `CI_PROJECT_DIR`, else the current directory.
@@ -102,6 +108,31 @@ impl Workspace {
             )));
         }
         Ok(WorkspacePath { absolute, relative })
+    }
+
+    /// Also protects `path` (the `--config` file, the local dir, the history directory) when
+    /// it lies inside the workspace.
+    pub fn protect(&mut self, path: &Path, dir: bool) {
+        self.protected.add(path, dir);
+    }
+
+    pub fn protected(&self) -> &ProtectedPaths {
+        &self.protected
+    }
+
+    /// [`Workspace::resolve`] for a path `tool` is about to create, change or delete: protected
+    /// paths are refused.
+    pub fn resolve_writable(&self, tool: &str, path: &str) -> Result<WorkspacePath, ToolError> {
+        let resolved = self.resolve(path)?;
+        self.check_writable(tool, &resolved)?;
+        Ok(resolved)
+    }
+
+    /// A `Denied` error when `tool` may not change `resolved`.
+    pub fn check_writable(&self, tool: &str, resolved: &WorkspacePath) -> Result<(), ToolError> {
+        self.protected
+            .check(tool, &resolved.relative)
+            .map_err(denied)
     }
 
     /// Resolve a path that must exist.

@@ -37,8 +37,8 @@ impl Tool for WriteFileTool {
     async fn call(&self, arguments: Value) -> ToolResult {
         let args = Args::new("write_file", &arguments)?;
         let path = args.string("path")?;
-        let content = args.string("content")?.to_owned();
-        let target = self.workspace.resolve(path)?;
+        let content = crate::outbound::redact_known(args.string("content")?);
+        let target = self.workspace.resolve_writable("write_file", path)?;
         run_blocking("write_file", self.timeout, move || {
             if target.absolute.is_dir() {
                 return Err(invalid(format!(

@@ -43,8 +43,60 @@ static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 /// Redacts known secret values and recognised token shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    /// Longest first, each line of a multi-line value included separately.
+    /// Longest first, each line of a multi-line value included separately, each with its
+    /// encoded forms (see [`encoded_forms`]).
     known: Vec<String>,
+    /// The values as given, for [`Redactor::with_more`].
+    originals: Vec<String>,
+}
+
+/// The forms a tool or the model could turn a secret into without knowing it is one: base64
+/// (standard and URL-safe, at each of the three byte alignments a value can have inside a longer
+/// encoded stream), percent-encoding (strict and `encodeURIComponent`-style, `+` for spaces too)
+/// and the JSON string escape. Characters of an encoding that mix bits of the neighbouring bytes
+/// are left out, so a secret embedded anywhere in a base64 blob is still found.
+pub fn encoded_forms(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    let mut forms = Vec::new();
+    for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+        // The value alone, last character included.
+        forms.push(engine.encode(value));
+        for offset in 0..3usize {
+            let mut bytes = vec![0u8; offset];
+            bytes.extend_from_slice(value.as_bytes());
+            let encoded = engine.encode(&bytes);
+            // Chars fully determined by the value: skip those carrying prefix bits and the last
+            // one when it would carry bits of whatever follows.
+            let skip = [0, 2, 3][offset];
+            let end = if bytes.len() % 3 == 0 {
+                encoded.len()
+            } else {
+                encoded.len() - 1
+            };
+            if end > skip {
+                forms.push(encoded[skip..end].to_owned());
+            }
+        }
+    }
+    for set in [NON_ALPHANUMERIC, COMPONENT] {
+        let encoded = utf8_percent_encode(value, set).to_string();
+        forms.push(encoded.replace("%20", "+"));
+        forms.push(encoded);
+    }
+    if let Ok(json) = serde_json::to_string(value) {
+        forms.push(json[1..json.len() - 1].to_owned());
+    }
+    forms.retain(|form| form != value && form.chars().count() >= MIN_SECRET_LEN);
+    forms.sort();
+    forms.dedup();
+    forms
 }
 
 impl Redactor {
@@ -56,19 +108,27 @@ impl Redactor {
         S: AsRef<str>,
     {
         let mut known = Vec::new();
+        let mut secrets_given = Vec::new();
         for secret in secrets {
             let secret = secret.as_ref();
+            if !secrets_given.iter().any(|s| s == secret) {
+                secrets_given.push(secret.to_owned());
+            }
             let candidates = std::iter::once(secret).chain(secret.lines().map(str::trim));
             for value in candidates {
-                if value.trim().chars().count() >= MIN_SECRET_LEN
-                    && !known.iter().any(|k| k == value)
-                {
-                    known.push(value.to_owned());
+                if value.trim().chars().count() < MIN_SECRET_LEN {
+                    continue;
+                }
+                for form in std::iter::once(value.to_owned()).chain(encoded_forms(value)) {
+                    if !known.contains(&form) {
+                        known.push(form);
+                    }
                 }
             }
         }
         known.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        Redactor { known }
+        let originals = secrets_given;
+        Redactor { known, originals }
     }
 
     /// The known values (for tests and `--explain`-style output, never for logs).
@@ -82,19 +142,29 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mine = self.known.iter().map(String::as_str);
+        let mine = self.originals.iter().map(String::as_str);
         let more: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
         Redactor::new(mine.chain(more.iter().map(String::as_str)))
     }
 
     /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_with(text, true)
+    }
+
+    /// Only the known values (and their encodings), not the token shapes: for text that becomes
+    /// file content, where `Authorization: token` is code, not a leak.
+    pub fn redact_known<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_with(text, false)
+    }
+
+    fn redact_with<'a>(&self, text: &'a str, shapes: bool) -> Cow<'a, str> {
         let mut current = Cow::Borrowed(text);
         // A mask can join the text around it into a secret again (a secret containing `***`);
         // repeating until nothing changes rules that out. Passes shorten the text; the cap is
         // a guard, never reached in practice.
         for _ in 0..16 {
-            let spans = self.secret_spans(&current);
+            let spans = self.secret_spans(&current, shapes);
             if spans.is_empty() {
                 return current;
             }
@@ -115,7 +185,7 @@ impl Redactor {
     }
 
     /// Byte ranges of secrets, sorted and merged.
-    fn secret_spans(&self, text: &str) -> Vec<(usize, usize)> {
+    fn secret_spans(&self, text: &str, shapes: bool) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
         for secret in &self.known {
             // Overlapping occurrences too (`aaaa` in `aaaaa`): step one character at a time.
@@ -126,7 +196,7 @@ impl Redactor {
                 from = start + text[start..].chars().next().map_or(1, char::len_utf8);
             }
         }
-        for pattern in PATTERNS.iter() {
+        for pattern in PATTERNS.iter().filter(|_| shapes) {
             for caps in pattern.captures_iter(text) {
                 let m = caps
                     .name("s")
@@ -148,12 +218,23 @@ impl Redactor {
         merged
     }
 
-    /// `::add-mask::VALUE` workflow commands for GitHub Actions, one per known value and line,
-    /// with the workflow-command escaping (`%`, CR, LF) the runner undoes.
+    /// `::add-mask::VALUE` workflow commands for GitHub Actions, one per known value and line
+    /// (not their encoded forms), with the workflow-command escaping (`%`, CR, LF) the runner
+    /// undoes.
     pub fn mask_commands(&self) -> Vec<String> {
-        self.known
-            .iter()
-            .filter(|value| !value.contains(['\n', '\r']))
+        let mut values: Vec<&str> = Vec::new();
+        for original in &self.originals {
+            for value in std::iter::once(original.as_str()).chain(original.lines().map(str::trim)) {
+                if value.chars().count() >= MIN_SECRET_LEN
+                    && !value.contains(['\n', '\r'])
+                    && !values.contains(&value)
+                {
+                    values.push(value);
+                }
+            }
+        }
+        values
+            .into_iter()
             .map(|value| {
                 let escaped = value
                     .replace('%', "%25")
@@ -244,6 +325,9 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for RedactingWriter<M> {
     }
 }
 
+/// The longest unfinished line held back before it is written anyway.
+const MAX_PENDING: usize = 64 * 1024;
+
 /// Buffers bytes until a line is complete (or the writer is flushed or dropped), so a secret
 /// split across two `write` calls is still seen whole.
 pub struct RedactingLineWriter<W: Write> {
@@ -289,6 +373,10 @@ impl<W: Write> Write for RedactingLineWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.pending.extend_from_slice(buf);
         self.emit_complete_lines()?;
+        // A line without end (a progress bar, binary output) must not be held forever.
+        if self.pending.len() > MAX_PENDING {
+            self.emit_everything()?;
+        }
         Ok(buf.len())
     }
 
@@ -376,6 +464,36 @@ mod tests {
         let r = Redactor::new(["abc123secret", "secret999xyz", "", "tiny"]);
         assert_eq!(r.redact("x abc123secret999xyz y").as_ref(), "x *** y");
         assert_eq!(r.redact("tiny is fine").as_ref(), "tiny is fine");
+    }
+
+    #[test]
+    fn encoded_forms_are_masked_at_every_base64_alignment() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        let secret = "canary+/s3cret value?&=";
+        let r = Redactor::new([secret]);
+        for prefix in ["", "a", "ab", "abc", "user:"] {
+            for engine in [STANDARD, URL_SAFE] {
+                let blob = engine.encode(format!("{prefix}{secret} and more"));
+                let out = r.redact(&blob).into_owned();
+                assert!(out.contains(MASK), "{prefix:?}: {out}");
+                let leftover = engine.decode(out.replace(MASK, "").as_bytes());
+                assert!(
+                    leftover.map_or(true, |bytes| !String::from_utf8_lossy(&bytes)
+                        .contains("s3cret")),
+                    "{prefix:?}: {out}"
+                );
+            }
+        }
+        let url = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+        assert_eq!(r.redact(&format!("?q={url}")).as_ref(), "?q=***");
+        let json = serde_json::to_string(&json_value(secret)).unwrap();
+        assert!(!r.redact(&json).contains("s3cret"));
+    }
+
+    fn json_value(text: &str) -> serde_json::Value {
+        serde_json::json!({ "v": format!("say \"{text}\"") })
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod harness;
 mod history;
 mod llm;
 mod packaging;
+mod security;
 mod seed_json;
 mod tools;
 mod trigger;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 fn config() -> ToolsConfig {
     ToolsConfig {
-        allowed_commands: vec!["sh".into(), "env".into(), "cargo test".into()],
+        allowed_commands: vec!["sh *".into(), "env *".into(), "cargo test *".into()],
         ..ToolsConfig::default()
     }
 }
@@ -541,7 +541,7 @@ async fn run_command_runs_allowed_argv_and_denies_the_rest() {
     let error = err(&tools, "run_command", json!({"argv": ["rm", "-rf", "."]})).await;
     assert_eq!(error.kind, ToolErrorKind::Denied);
     assert!(
-        error.message.contains("allowed: sh, env, cargo test"),
+        error.message.contains("`sh *`, `env *`, `cargo test *`"),
         "{error}"
     );
     assert!(error.message.contains("tools.allowed_commands"), "{error}");
@@ -741,7 +741,7 @@ async fn tools_not_enabled_are_reported_unavailable() {
 /// The fixture server binary, built by `cargo test` with the other examples; `cargo build` here
 /// finds it fresh (or builds it when a narrower command like `cargo test --test all` skipped it)
 /// and reports its path.
-fn fixture_server() -> PathBuf {
+pub(crate) fn fixture_server() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
         let mut cargo = std::process::Command::new(env!("CARGO"));

@@ -1,0 +1,178 @@
+//! Everything that leaves the process passes one redactor: the run's secret set.
+//!
+//! # The secret set
+//!
+//! Read once at start-up ([`init`], first thing in `main`): the value (6+ characters) of every
+//! environment variable whose name contains `TOKEN`, `KEY`, `SECRET`, `PASSWORD`, `PASSWD`,
+//! `CREDENTIAL` or `AUTH` (any case; `AUTHOR`, as in `GIT_AUTHOR_NAME`, is a name, not a
+//! credential). Once the configuration is loaded the run adds the LLM key (`llm.api_key_env`,
+//! whatever its name) and `secrets.extra_values` ([`add_secrets`]). Each value is also masked in
+//! its base64, percent-encoded and JSON-escaped forms ([`crate::trigger::redact::encoded_forms`]);
+//! every occurrence becomes exactly `***`.
+//!
+//! # Why redaction sits at the exits, not at the call sites
+//!
+//! A helper that each surface must remember to call is how secrets leaked before (masked in the
+//! checklist, not in `post_comment`). Instead each *kind* of byte leaves through one place, and
+//! that place redacts, so a new comment, log line or prompt cannot skip it:
+//!
+//! | bytes | the one exit | |
+//! |---|---|---|
+//! | stdout, stderr (logs, `println!`, workflow commands, panics, inherited child output) | file descriptors 1 and 2 are pipes read by [`stdio`] | every line |
+//! | forge writes: comments, notes, PR/MR titles and bodies (the model's `post_comment` and `open_pull_request` too) | [`forge::RedactingForge`], the only `Forge` the run hands out | every text argument |
+//! | LLM requests: prompts (issue text included), tool results | `llm::http::HttpClient::post_json` | every JSON string |
+//! | history entries | `history::jsonl::to_line`, the one serializer | every JSON string |
+//! | commit messages of the pull-request branch | `tools::git::commit_working_tree` | the message |
+//! | file content the model writes (and a pull request pushes) | `write_file`, `edit_file`, `apply_patch` arguments | known values only ([`redact_known`]) |
+//! | `$GITHUB_OUTPUT`, `$GITHUB_STEP_SUMMARY` | `actions::outputs::append`, `actions::summary::append` | every value |
+//!
+//! The one exemption the redactor allows itself, the model's own assistant turns echoed back to
+//! it, is not taken: the whole request body is redacted, which costs nothing, because the model
+//! never receives a secret it could have echoed.
+//!
+//! What this cannot cover: bytes a sandboxed command writes into workspace files that a pull
+//! request then pushes (Replan does not compose those), and a secret transformed in
+//! a way the encodings above do not list (reversed, split). The sandbox (`crate::sandbox`) and the
+//! scrubbed child environment keep secrets out of the commands' reach in the first place.
+
+pub mod forge;
+pub mod stdio;
+
+use crate::trigger::redact::{Redactor, SharedRedactor};
+use serde_json::Value;
+use std::sync::LazyLock;
+
+/// Fragments of an environment variable name that mark its value as a secret.
+pub const SECRET_NAME_MARKERS: &[&str] = &[
+    "TOKEN",
+    "KEY",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+];
+
+/// Whether the variable `name` holds a secret by its name (see the module docs).
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name
+        .to_ascii_uppercase()
+        .replace("AUTHORIZ", "AUTHZ")
+        .replace("AUTHOR", "");
+    SECRET_NAME_MARKERS
+        .iter()
+        .any(|marker| upper.contains(marker))
+}
+
+/// The secret values among `vars` (normally `std::env::vars()`).
+pub fn secret_values(vars: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+    vars.into_iter()
+        .filter(|(name, value)| is_secret_name(name) && !value.trim().is_empty())
+        .map(|(_, value)| value)
+        .collect()
+}
+
+static SECRETS: LazyLock<SharedRedactor> = LazyLock::new(|| {
+    let vars = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)));
+    SharedRedactor::new(Redactor::new(secret_values(vars)))
+});
+
+/// Reads the secret set from the environment now (start-up), not at the first redaction.
+pub fn init() {
+    LazyLock::force(&SECRETS);
+}
+
+/// The process-wide secret set every exit redacts with.
+pub fn secrets() -> SharedRedactor {
+    SECRETS.clone()
+}
+
+/// Adds values learned later (the configured LLM key, `secrets.extra_values`).
+pub fn add_secrets<I, S>(values: I)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    SECRETS.add_secrets(values);
+}
+
+/// `text` with every secret (and token shape) replaced by `***`.
+pub fn redact(text: &str) -> String {
+    SECRETS.redact(text)
+}
+
+/// `text` with the known secret values masked, token shapes left alone: for what the model
+/// writes into files (`write_file`, `edit_file`, `apply_patch`), which a pull request pushes.
+pub fn redact_known(text: &str) -> String {
+    SECRETS.current().redact_known(text).into_owned()
+}
+
+/// `value` with every string in it, object keys included, redacted.
+pub fn redact_json(value: &Value) -> Value {
+    redact_json_with(&SECRETS.current(), value)
+}
+
+/// [`redact_json`] with a given redactor (one snapshot for a whole document).
+pub fn redact_json_with(redactor: &Redactor, value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(redactor.redact(text).into_owned()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| redact_json_with(redactor, item))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    (
+                        redactor.redact(key).into_owned(),
+                        redact_json_with(redactor, item),
+                    )
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secret_names_follow_the_markers_but_not_author() {
+        for name in [
+            "GITHUB_TOKEN",
+            "OPENAI_API_KEY",
+            "db_password",
+            "MY_PASSWD",
+            "AWS_SECRET_ACCESS_KEY",
+            "NPM_AUTH",
+            "HTTP_AUTHORIZATION",
+            "GCP_CREDENTIALS",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "RUST_LOG",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn json_strings_and_keys_are_redacted_structure_kept() {
+        let redactor = Redactor::new(["canary-4f2a9c"]);
+        let value =
+            json!({"a": ["x canary-4f2a9c y", 3], "canary-4f2a9c": {"b": "Y2FuYXJ5LTRmMmE5Yw"}});
+        let out = redact_json_with(&redactor, &value);
+        assert_eq!(out, json!({"a": ["x *** y", 3], "***": {"b": "***"}}));
+    }
+}

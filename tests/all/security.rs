@@ -1,0 +1,60 @@
+//! The trust boundary between the model and the runner (issue 13): secrets never leave, commands
+//! run exactly as allowed and sandboxed, and the configuration, Replan's state and `.git` stay
+//! out of the model's reach.
+
+mod canary;
+mod commands;
+mod github_canary;
+mod landlock;
+mod nondumpable;
+mod protected;
+
+use replan::config::ToolsConfig;
+use replan::tools::registry_builder::{ToolContext, build_registry};
+use replan::tools::workspace::Workspace;
+use replan::tools::{ToolError, ToolRegistry};
+use serde_json::Value;
+use std::path::Path;
+
+/// The tools of a workspace at `dir` with `tools` settings and protected extras added by `setup`.
+async fn tools_for(
+    dir: &Path,
+    tools: ToolsConfig,
+    setup: impl FnOnce(&mut Workspace),
+) -> ToolRegistry {
+    let mut workspace = Workspace::new(dir).unwrap();
+    setup(&mut workspace);
+    build_registry(ToolContext::new(workspace, tools))
+        .await
+        .registry
+}
+
+/// Replan runs as this non-root user when the tests run as root, so that what root would
+/// bypass (the non-dumpable process) is what is tested.
+const NOBODY: u32 = 65534;
+const SETPRIV: &str = "/usr/bin/setpriv";
+/// `setpriv` arguments that run the program after them as [`NOBODY`].
+const AS_NOBODY: [&str; 6] = [
+    "--reuid",
+    "65534",
+    "--regid",
+    "65534",
+    "--clear-groups",
+    "--",
+];
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn allowing(commands: &[&str]) -> ToolsConfig {
+    ToolsConfig {
+        allowed_commands: commands.iter().map(|c| (*c).to_owned()).collect(),
+        ..ToolsConfig::default()
+    }
+}
+
+async fn call(registry: &ToolRegistry, tool: &str, args: Value) -> Result<String, ToolError> {
+    registry.call(tool, args).await.map(|o| o.content)
+}
