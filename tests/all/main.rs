@@ -10,7 +10,6 @@ mod gitlab;
 mod harness;
 mod history;
 mod llm;
-mod packaging;
 mod seed_json;
 mod tools;
 mod trigger;
