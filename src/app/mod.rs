@@ -1,10 +1,12 @@
 //! The orchestration behind `replan run`: trigger → gate → config → history → engine → report →
 //! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
 
+pub mod exit;
 pub mod input;
 pub mod outputs;
 pub mod pr_recorder;
 pub mod run;
 pub mod secrets;
+pub mod workspace;
 
 pub use run::{RunOptions, run};

@@ -16,8 +16,7 @@
 //! Clarification requests go through the same checks with their own budget.
 
 use super::levels::effective_type;
-use super::limits::{LimitBucket, ReplanCounters, bucket_for, limit_for};
-use super::loop_detect::loop_count;
+use super::limits::{LimitBucket, ReplanCounters, bucket_for, limit_for, loop_count};
 use crate::config::ReplanningConfig;
 pub use crate::plan::confidence::{ConfidenceBand, HIGH_CONFIDENCE, band};
 use crate::plan::{Phase, ReplanDecision, ReplanType};
