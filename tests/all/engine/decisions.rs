@@ -8,7 +8,12 @@ use replan::report::Notice;
 
 /// task_2's first action makes the model ask for a replan; the replanned plan (v2) marks task_2's
 /// action `PLAN-V2-ACTION` so the same decision does not come again.
-fn replan_on_task2(confidence: f64, replan_type: &str, level: u8, target: &str) -> String {
+pub(super) fn replan_on_task2(
+    confidence: f64,
+    replan_type: &str,
+    level: u8,
+    target: &str,
+) -> String {
     format!(
         r#"
 mode: matched
