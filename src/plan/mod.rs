@@ -1,7 +1,6 @@
 //! The plan: the seeds' data model, its validation and its dependency graph.
 
 pub mod confidence;
-pub mod diff;
 pub mod file;
 pub mod graph;
 pub mod model;
