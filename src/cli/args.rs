@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive). Parsing only: the handlers live beside this file.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::history::export::ExportFormat;
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -80,15 +81,6 @@ pub struct DemoArgs {
     /// Where to write the sample repository, local forge and history [default: a new temporary directory].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportFormat {
-    Md,
-    Json,
-    Jsonl,
-    Stats,
-    StatsJson,
 }
 
 #[derive(Debug, Args)]

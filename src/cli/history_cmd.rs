@@ -1,7 +1,7 @@
 //! `replan history show|export|stats|prune`: read a thread's history from a local directory or a
 //! git branch.
 
-use super::args::{ExportFormat, HistoryCommand, ThreadArgs};
+use super::args::{HistoryCommand, ThreadArgs};
 use super::exit::{CliError, Exit};
 use super::thread_arg::parse_thread;
 use crate::config::HistoryConfig;
@@ -34,16 +34,6 @@ fn backend(dir: Option<&Path>, branch: Option<&str>) -> Result<Arc<dyn HistoryBa
         )));
     }
     Ok(Arc::new(LocalHistory::new(dir, directory)))
-}
-
-fn format(f: ExportFormat) -> Format {
-    match f {
-        ExportFormat::Md => Format::Markdown,
-        ExportFormat::Json => Format::Json,
-        ExportFormat::Jsonl => Format::Jsonl,
-        ExportFormat::Stats => Format::Stats,
-        ExportFormat::StatsJson => Format::StatsJson,
-    }
 }
 
 async fn print_export(args: &ThreadArgs, f: Format) -> Result<Exit, CliError> {
@@ -90,7 +80,7 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             );
             Ok(Exit::Ok)
         }
-        HistoryCommand::Export { thread, format: f } => print_export(&thread, format(f)).await,
+        HistoryCommand::Export { thread, format: f } => print_export(&thread, f).await,
         HistoryCommand::Stats { thread, json } => {
             print_export(
                 &thread,
