@@ -8,12 +8,7 @@ use replan::report::Notice;
 
 /// task_2's first action makes the model ask for a replan; the replanned plan (v2) marks task_2's
 /// action `PLAN-V2-ACTION` so the same decision does not come again.
-pub(super) fn replan_on_task2(
-    confidence: f64,
-    replan_type: &str,
-    level: u8,
-    target: &str,
-) -> String {
+fn replan_on_task2(confidence: f64, replan_type: &str, level: u8, target: &str) -> String {
     format!(
         r#"
 mode: matched
@@ -603,22 +598,20 @@ steps:
     );
 }
 
+/// A cycle whose model asks for a partial replan of task_2 with `confidence`, run to its end; it
+/// completes on plan v2 when the replan ran.
+pub(super) async fn partial_replan_run(confidence: f64) -> (Thread, RunStatus, u32) {
+    let mut thread = Thread::new();
+    let scenario = replan_on_task2(confidence, "partial_replan", 2, "action_sequence");
+    let out = thread.run(FirstMatch::new(&scenario), start()).await;
+    (thread, out.status, out.plan_version)
+}
+
 #[tokio::test]
 async fn a_confidence_given_as_a_percentage_is_stored_as_a_fraction() {
-    let mut thread = Thread::new();
-    let out = thread
-        .run(
-            FirstMatch::new(&replan_on_task2(
-                85.0,
-                "partial_replan",
-                2,
-                "action_sequence",
-            )),
-            start(),
-        )
-        .await;
+    let (thread, status, plan_version) = partial_replan_run(85.0).await;
     // 85 is read as 0.85: the high band, so the replan runs without asking.
-    assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 2));
+    assert_eq!((status, plan_version), (RunStatus::Completed, 2));
     let decision = decisions(&thread)
         .into_iter()
         .find(|d| d.llm_decision.replan_needed)

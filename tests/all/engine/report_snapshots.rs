@@ -4,7 +4,7 @@
 //! a mismatch or a missing snapshot fails the test. Accept a deliberate change with
 //! `cargo insta review` or `INSTA_UPDATE=always cargo test`.
 
-use super::decisions::replan_on_task2;
+use super::decisions::partial_replan_run;
 use super::fixtures::*;
 use replan::history::entry::RunStatus;
 use replan::plan::{Phase, ReplanDecision, ReplanType};
@@ -13,19 +13,8 @@ use replan::report::{Notice, mermaid, notice, summary};
 
 /// A thread whose plan was revised once (partial replan on task_2) and then completed.
 async fn revised_thread() -> Thread {
-    let mut thread = Thread::new();
-    let out = thread
-        .run(
-            FirstMatch::new(&replan_on_task2(
-                0.9,
-                "partial_replan",
-                2,
-                "action_sequence",
-            )),
-            start(),
-        )
-        .await;
-    assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 2));
+    let (thread, status, plan_version) = partial_replan_run(0.9).await;
+    assert_eq!((status, plan_version), (RunStatus::Completed, 2));
     thread
 }
 
