@@ -129,12 +129,15 @@ pub enum HistoryCommand {
         /// Show what would be archived without changing anything.
         #[arg(long)]
         dry_run: bool,
-        /// Age in days [default: history.retention_days, 90].
+        /// Age in days [default: `history.retention_days` of the workspace's configuration, 90].
         #[arg(long, value_name = "DAYS")]
         older_than: Option<u64>,
         /// Where archived files go [default: <dir>/archive].
         #[arg(long, value_name = "DIR")]
         archive: Option<PathBuf>,
+        /// The configuration that sets `history.retention_days`.
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
     },
 }
 

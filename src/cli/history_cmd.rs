@@ -4,6 +4,7 @@
 use super::args::{HistoryCommand, ThreadArgs};
 use super::exit::{CliError, Exit};
 use super::thread_arg::parse_thread;
+use super::workspace::load_config;
 use crate::config::HistoryConfig;
 use crate::history::export::{self, ExportFormat as Format};
 use crate::history::git_branch::GitBranchHistory;
@@ -98,8 +99,19 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             dry_run,
             older_than,
             archive,
+            workspace,
         } => {
-            let days = older_than.unwrap_or(u64::from(HistoryConfig::default().retention_days));
+            let days = match older_than {
+                Some(days) => days,
+                None => u64::from(
+                    load_config(&workspace, None)
+                        .await?
+                        .1
+                        .config
+                        .history
+                        .retention_days,
+                ),
+            };
             let days = u32::try_from(days).ok().filter(|d| *d > 0).ok_or_else(|| {
                 CliError::usage(format!(
                     "--older-than {days} must be between 1 and {}",
