@@ -1,6 +1,7 @@
 //! The orchestration behind `replan run`: trigger → gate → config → history → engine → report →
 //! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
 
+pub mod exit;
 pub mod gating;
 pub mod input;
 pub mod outputs;
@@ -8,5 +9,6 @@ pub mod pr_recorder;
 pub mod run;
 pub mod secrets;
 pub mod work_branch;
+pub mod workspace;
 
 pub use run::{RunOptions, run};

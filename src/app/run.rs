@@ -4,15 +4,15 @@
 //! or ignored), 1 when Replan itself failed (a Failure notice says so on the thread), 2 for usage
 //! and configuration errors (bad payload, missing token, unknown config key).
 
+use super::exit::{CliError, Exit};
 use super::gating::{self, Verdict};
 use super::input::{Decided, decide};
 use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
 use super::secrets::{known_secrets, log_redactor};
+use super::workspace::{overrides, resolve_workspace};
 use crate::actions::log::Workflow;
 use crate::bundle::Recorder;
-use crate::cli::workspace::{overrides, resolve_workspace};
-use crate::cli::{CliError, Exit};
 use crate::config::{self, Config, LoadOptions};
 use crate::engine::journal::EntrySink;
 use crate::engine::prompts::Prompts;

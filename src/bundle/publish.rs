@@ -4,9 +4,9 @@
 //! Replan wrote, or that the history names, is edited), and the branch must apply to the checkout.
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
+use crate::app::exit::{CliError, Exit};
 use crate::app::secrets::{known_secrets, log_redactor};
-use crate::cli::workspace::resolve_workspace;
-use crate::cli::{CliError, Exit};
+use crate::app::workspace::resolve_workspace;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
 use crate::forge::local::LocalForge;

@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive). Parsing only: the handlers live beside this file.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::history::export::ExportFormat;
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -96,15 +97,6 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportFormat {
-    Md,
-    Json,
-    Jsonl,
-    Stats,
-    StatsJson,
-}
-
 #[derive(Debug, Args)]
 pub struct ThreadArgs {
     /// Directory that holds `planning_history/` for local runs [default: ./.replan].
@@ -151,12 +143,15 @@ pub enum HistoryCommand {
         /// Show what would be archived without changing anything.
         #[arg(long)]
         dry_run: bool,
-        /// Age in days [default: history.retention_days, 90].
+        /// Age in days [default: `history.retention_days` of the workspace's configuration, 90].
         #[arg(long, value_name = "DAYS")]
         older_than: Option<u64>,
         /// Where archived files go [default: <dir>/archive].
         #[arg(long, value_name = "DIR")]
         archive: Option<PathBuf>,
+        /// The configuration that sets `history.retention_days`.
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
     },
 }
 

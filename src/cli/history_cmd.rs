@@ -1,9 +1,10 @@
 //! `replan history show|export|stats|prune`: read a thread's history from a local directory or a
 //! git branch.
 
-use super::args::{ExportFormat, HistoryCommand, ThreadArgs};
+use super::args::{HistoryCommand, ThreadArgs};
 use super::exit::{CliError, Exit};
 use super::thread_arg::parse_thread;
+use super::workspace::load_config;
 use crate::config::HistoryConfig;
 use crate::history::export::{self, ExportFormat as Format};
 use crate::history::git_branch::GitBranchHistory;
@@ -34,16 +35,6 @@ fn backend(dir: Option<&Path>, branch: Option<&str>) -> Result<Arc<dyn HistoryBa
         )));
     }
     Ok(Arc::new(LocalHistory::new(dir, directory)))
-}
-
-fn format(f: ExportFormat) -> Format {
-    match f {
-        ExportFormat::Md => Format::Markdown,
-        ExportFormat::Json => Format::Json,
-        ExportFormat::Jsonl => Format::Jsonl,
-        ExportFormat::Stats => Format::Stats,
-        ExportFormat::StatsJson => Format::StatsJson,
-    }
 }
 
 async fn print_export(args: &ThreadArgs, f: Format) -> Result<Exit, CliError> {
@@ -90,7 +81,7 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             );
             Ok(Exit::Ok)
         }
-        HistoryCommand::Export { thread, format: f } => print_export(&thread, format(f)).await,
+        HistoryCommand::Export { thread, format: f } => print_export(&thread, f).await,
         HistoryCommand::Stats { thread, json } => {
             print_export(
                 &thread,
@@ -108,8 +99,19 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             dry_run,
             older_than,
             archive,
+            workspace,
         } => {
-            let days = older_than.unwrap_or(u64::from(HistoryConfig::default().retention_days));
+            let days = match older_than {
+                Some(days) => days,
+                None => u64::from(
+                    load_config(&workspace, None)
+                        .await?
+                        .1
+                        .config
+                        .history
+                        .retention_days,
+                ),
+            };
             let days = u32::try_from(days).ok().filter(|d| *d > 0).ok_or_else(|| {
                 CliError::usage(format!(
                     "--older-than {days} must be between 1 and {}",

@@ -3,15 +3,14 @@
 pub mod args;
 pub mod config_cmd;
 pub mod demo_cmd;
-pub mod exit;
 pub mod history_cmd;
 pub mod logging;
 pub mod plan_cmd;
 pub mod thread_arg;
 pub mod workspace;
 
+pub use crate::app::exit::{self, CliError, Exit};
 pub use args::Cli;
-pub use exit::{CliError, Exit};
 
 use args::Command;
 

@@ -7,7 +7,8 @@ use crate::plan::{Plan, TaskState};
 use crate::tools::ToolRegistry;
 
 /// The request that drives the thread: the latest run that carried a title (the issue), plus any
-/// later comments. The text was wrapped as data by the trigger before it was recorded.
+/// later comments. The trigger sanitized the text (`trigger::sanitize_untrusted`) before it was
+/// recorded.
 pub fn task_request(state: &SessionState) -> String {
     let Some(start) = state.runs.iter().rposition(|r| r.request.title.is_some()) else {
         return state

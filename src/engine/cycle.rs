@@ -35,7 +35,7 @@ pub struct CycleDeps {
     /// The seed's task uuid for this run (`<ci run id>-<attempt>`).
     pub run_id: String,
     pub prompts: Prompts,
-    /// Who asked and what, as recorded in `run_started` (text already wrapped as data).
+    /// Who asked and what, as recorded in `run_started` (text already sanitized by the trigger).
     pub request: RunRequest,
 }
 

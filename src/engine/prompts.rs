@@ -2,8 +2,9 @@
 //! `.github/replan/prompts/<name>.md`. Placeholders are `{name}`; a placeholder the caller does not
 //! fill is an error, so a typo in an override cannot silently send a broken prompt.
 //!
-//! Untrusted text (issue bodies, comments) reaches these functions already wrapped as data by the
-//! caller; nothing here sanitizes.
+//! Untrusted text (issue bodies, comments) reaches these functions already sanitized by the trigger
+//! (`trigger::sanitize_untrusted`: hidden markup and invisible characters removed); nothing here
+//! sanitizes or delimits it further.
 
 use regex::Regex;
 use std::collections::BTreeMap;

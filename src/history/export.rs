@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use std::fmt::Write;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The one list of formats: `--format` of `replan history export` parses into it directly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
+    #[value(name = "md", alias = "markdown")]
     Markdown,
     Json,
     Jsonl,

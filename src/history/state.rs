@@ -650,7 +650,7 @@ fn set_plan(
     // Seed 000 §11.4.3: replans that keep progress keep the done tasks the new plan still has;
     // the others start afresh. The engine also records the carried tasks as `task_state` entries
     // in the same append, so the history says so explicitly.
-    let keep = crate::engine::replan::keeps_progress(replan_type);
+    let keep = replan_type.keeps_progress();
     let kept: BTreeMap<String, TaskStatus> = s
         .tasks
         .iter()

@@ -2,12 +2,15 @@
 
 use super::entry::{ApprovalDecision, Entry, EntryBody, RunStatus, UsageTotals};
 use super::state::replay;
+use crate::config::LlmDecisionConfig;
 use crate::plan::TaskState;
+use crate::plan::confidence::{ConfidenceBand, band};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// Decisions by confidence, in the bands of seed 000 §9.3 (what the engine does with them).
+/// Decisions by confidence, in the bands of seed 000 §9.3 ([`crate::plan::confidence`]) at the
+/// default thresholds: the command reads a history, not a configuration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ConfidenceBands {
     /// ≥ 0.8: executed.
@@ -22,15 +25,13 @@ pub struct ConfidenceBands {
 
 impl ConfidenceBands {
     pub fn add(&mut self, confidence: f64) {
-        if confidence >= 0.8 {
-            self.high += 1;
-        } else if confidence >= 0.5 {
-            self.medium += 1;
-        } else if confidence >= 0.3 {
-            self.low += 1;
-        } else {
-            self.very_low += 1;
-        }
+        let count = match band(confidence, &LlmDecisionConfig::default()) {
+            ConfidenceBand::High => &mut self.high,
+            ConfidenceBand::Warn => &mut self.medium,
+            ConfidenceBand::Low => &mut self.low,
+            ConfidenceBand::Untrusted => &mut self.very_low,
+        };
+        *count += 1;
     }
 }
 

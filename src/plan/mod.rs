@@ -1,6 +1,6 @@
 //! The plan: the seeds' data model, its validation and its dependency graph.
 
-pub mod diff;
+pub mod confidence;
 pub mod file;
 pub mod graph;
 pub mod model;

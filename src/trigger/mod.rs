@@ -21,7 +21,7 @@ pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, d
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
 pub use redact::{RedactingWriter, Redactor};
-pub use sanitize::{sanitize_untrusted, wrap_as_data};
+pub use sanitize::sanitize_untrusted;
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 
 use chrono::{DateTime, Utc};

@@ -271,6 +271,56 @@ mod history_and_plan {
     }
 
     #[test]
+    fn history_prune_reads_the_retention_days_of_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        write_history(dir.path());
+        let workspace = tempfile::tempdir().unwrap();
+        // About 270 years: the thread is not old enough, so nothing is archived.
+        fs::write(
+            workspace.path().join(".replan.yml"),
+            "history:\n  retention_days: 100000\n",
+        )
+        .unwrap();
+        replan()
+            .args(["history", "prune", "--dir"])
+            .arg(dir.path())
+            .arg("--workspace")
+            .arg(workspace.path())
+            .assert()
+            .success();
+        assert!(dir.path().join("planning_history/issues/7.jsonl").exists());
+        // --set overrides the file, and a bad value is the configuration's usage error.
+        replan()
+            .args([
+                "history",
+                "prune",
+                "--set",
+                "history.retention_days=0",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .arg("--workspace")
+            .arg(workspace.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("history.retention_days"));
+        replan()
+            .args([
+                "history",
+                "prune",
+                "--set",
+                "history.retention_days=1",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .arg("--workspace")
+            .arg(workspace.path())
+            .assert()
+            .success();
+        assert!(!dir.path().join("planning_history/issues/7.jsonl").exists());
+    }
+
+    #[test]
     fn plan_validate_accepts_the_seed_planning_response_and_names_a_cycle() {
         // The seed's own example orders a task_2 it never defines: validation must say so.
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed-json");

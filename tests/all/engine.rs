@@ -9,4 +9,5 @@ mod demo;
 mod execution;
 mod planning;
 mod refinement;
+mod report_snapshots;
 mod resume;

@@ -11,7 +11,6 @@ mod gitlab;
 mod harness;
 mod history;
 mod llm;
-mod packaging;
 mod security;
 mod seed_json;
 mod tools;

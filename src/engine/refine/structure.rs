@@ -7,9 +7,6 @@
 //! - a dependency names a task that is not in the refined plan (dangling);
 //! - the dependencies form a cycle.
 
-// TODO(lead): switch to plan::diff::compare once merged (and plan::graph for the cycle check);
-// the private helpers below exist only to avoid waiting for branch `core`.
-
 use crate::config::RefinementConfig;
 use crate::plan::{Plan, PlannedAction, Subtask};
 use serde::{Deserialize, Serialize};

@@ -37,21 +37,6 @@ impl CarryOver {
     }
 }
 
-/// Whether done tasks stay done under this replan type (table above).
-pub fn keeps_progress(t: ReplanType) -> bool {
-    match t {
-        ReplanType::PartialReplan
-        | ReplanType::ActionRegeneration
-        | ReplanType::Retry
-        | ReplanType::PlanRevision
-        | ReplanType::None => true,
-        ReplanType::TaskRedecomposition
-        | ReplanType::GoalRevision
-        | ReplanType::FullReplan
-        | ReplanType::ClarificationRequest => false,
-    }
-}
-
 /// Carry progress from `old_plan` (task states given by `state_of`) to `new_plan`.
 pub fn carry_over(
     old_plan: &Plan,
@@ -71,7 +56,7 @@ pub fn carry_over(
             _ => previous_total += 1,
         }
     }
-    let keep = keeps_progress(replan_type);
+    let keep = replan_type.keeps_progress();
     let tasks = new_plan
         .subtask_ids()
         .map(|id| {

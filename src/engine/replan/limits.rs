@@ -203,6 +203,17 @@ impl ReplanCounters {
     }
 }
 
+/// `Some(n)` when executing this replan would be the `n`-th for the same trigger and `n` exceeds
+/// `same_trigger_max_count` (with the default 2: the third time). `None` when loop detection is
+/// off or the trigger is still within its count.
+pub fn loop_count(counters: &ReplanCounters, key: &str, cfg: &ReplanningConfig) -> Option<u32> {
+    if !cfg.global.infinite_loop_detection {
+        return None;
+    }
+    let next = counters.trigger_count(key) + 1;
+    (next > cfg.global.same_trigger_max_count).then_some(next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,5 +354,27 @@ mod tests {
         let c = ReplanCounters::from_decisions([&r, &r]);
         let key = trigger_key(Phase::Execution, &r.llm_decision);
         assert_eq!(c.trigger_count(&key), 2);
+    }
+
+    #[test]
+    fn third_time_exceeds_a_max_count_of_two() {
+        let cfg = ReplanningConfig::default();
+        let mut c = ReplanCounters::default();
+        let d = ReplanDecision {
+            replan_needed: true,
+            confidence: 0.9,
+            replan_type: ReplanType::PartialReplan,
+            issues_found: vec!["tests fail".into()],
+            ..Default::default()
+        };
+        let key = trigger_key(Phase::Execution, &d);
+        assert_eq!(loop_count(&c, &key, &cfg), None);
+        c.record(Phase::Execution, &d, &key);
+        assert_eq!(loop_count(&c, &key, &cfg), None);
+        c.record(Phase::Execution, &d, &key);
+        assert_eq!(loop_count(&c, &key, &cfg), Some(3));
+        let mut off = cfg.clone();
+        off.global.infinite_loop_detection = false;
+        assert_eq!(loop_count(&c, &key, &off), None);
     }
 }

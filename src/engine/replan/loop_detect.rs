@@ -6,8 +6,6 @@
 //! the same issues in another order, case or punctuation are the same trigger.
 
 use super::levels::effective_type;
-use super::limits::ReplanCounters;
-use crate::config::ReplanningConfig;
 use crate::plan::{Phase, ReplanDecision};
 use sha2::{Digest, Sha256};
 
@@ -55,17 +53,6 @@ pub fn trigger_key(phase: Phase, decision: &ReplanDecision) -> String {
     }
     let digest = hex::encode(h.finalize());
     format!("{}/{}/{}", phase.as_str(), t.as_str(), &digest[..12])
-}
-
-/// `Some(n)` when executing this replan would be the `n`-th for the same trigger and `n` exceeds
-/// `same_trigger_max_count` (with the default 2: the third time). `None` when loop detection is
-/// off or the trigger is still within its count.
-pub fn loop_count(counters: &ReplanCounters, key: &str, cfg: &ReplanningConfig) -> Option<u32> {
-    if !cfg.global.infinite_loop_detection {
-        return None;
-    }
-    let next = counters.trigger_count(key) + 1;
-    (next > cfg.global.same_trigger_max_count).then_some(next)
 }
 
 #[cfg(test)]
@@ -130,21 +117,5 @@ mod tests {
             trigger_key(Phase::Execution, &a),
             trigger_key(Phase::Execution, &b)
         );
-    }
-
-    #[test]
-    fn third_time_exceeds_a_max_count_of_two() {
-        let cfg = ReplanningConfig::default();
-        let mut c = ReplanCounters::default();
-        let d = decision(ReplanType::PartialReplan, &["tests fail"]);
-        let key = trigger_key(Phase::Execution, &d);
-        assert_eq!(loop_count(&c, &key, &cfg), None);
-        c.record(Phase::Execution, &d, &key);
-        assert_eq!(loop_count(&c, &key, &cfg), None);
-        c.record(Phase::Execution, &d, &key);
-        assert_eq!(loop_count(&c, &key, &cfg), Some(3));
-        let mut off = cfg.clone();
-        off.global.infinite_loop_detection = false;
-        assert_eq!(loop_count(&c, &key, &off), None);
     }
 }

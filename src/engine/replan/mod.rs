@@ -9,7 +9,7 @@ pub mod limits;
 pub mod loop_detect;
 pub mod policy;
 
-pub use carry_over::{CarryOver, carry_over, carry_over_from_state, keeps_progress};
+pub use carry_over::{CarryOver, carry_over, carry_over_from_state};
 pub use escalation::{
     ESCALATION_TEMPLATE, Escalation, EscalationPolicy, EscalationStep, escalation_prompt,
 };
@@ -17,6 +17,6 @@ pub use levels::{
     ReplanLevel, ResolvedTarget, TargetSource, decided_in, effective_type, resolve_target,
     returns_to,
 };
-pub use limits::{LimitBucket, ReplanCounters, bucket_for, limit_for};
-pub use loop_detect::{loop_count, normalise_issue, trigger_key};
+pub use limits::{LimitBucket, ReplanCounters, bucket_for, limit_for, loop_count};
+pub use loop_detect::{normalise_issue, trigger_key};
 pub use policy::{Assessment, ConfidenceBand, HIGH_CONFIDENCE, OverrideReason, assess, band};

@@ -16,15 +16,12 @@
 //! Clarification requests go through the same checks with their own budget.
 
 use super::levels::effective_type;
-use super::limits::{LimitBucket, ReplanCounters, bucket_for, limit_for};
-use super::loop_detect::loop_count;
-use crate::config::{LlmDecisionConfig, ReplanningConfig};
+use super::limits::{LimitBucket, ReplanCounters, bucket_for, limit_for, loop_count};
+use crate::config::ReplanningConfig;
+pub use crate::plan::confidence::{ConfidenceBand, HIGH_CONFIDENCE, band};
 use crate::plan::{Phase, ReplanDecision, ReplanType};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-
-/// §9.3: at or above this the replan runs without a warning. Not configurable in the seed.
-pub const HIGH_CONFIDENCE: f64 = 0.8;
 
 /// Why the system did not do what the model asked (§9.2), recorded as `override_reason`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,39 +129,6 @@ impl fmt::Display for Assessment {
             }
             Assessment::Override { reason } => write!(f, "replan overridden: {reason}"),
         }
-    }
-}
-
-/// The §9.3 bands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfidenceBand {
-    /// ≥ 0.8 (and ≥ the minimum).
-    High,
-    /// minimum (0.5) ≤ c < 0.8.
-    Warn,
-    /// user confirmation threshold (0.3) ≤ c < minimum.
-    Low,
-    /// c < user confirmation threshold, or not a number.
-    Untrusted,
-}
-
-/// Place a confidence in its band. Values outside 0..=1 are clamped; NaN is untrusted.
-pub fn band(confidence: f64, cfg: &LlmDecisionConfig) -> ConfidenceBand {
-    if confidence.is_nan() {
-        return ConfidenceBand::Untrusted;
-    }
-    let c = confidence.clamp(0.0, 1.0);
-    if c >= cfg.min_confidence_threshold {
-        if c >= HIGH_CONFIDENCE {
-            ConfidenceBand::High
-        } else {
-            ConfidenceBand::Warn
-        }
-    } else if c >= cfg.user_confirmation_threshold {
-        ConfidenceBand::Low
-    } else {
-        ConfidenceBand::Untrusted
     }
 }
 

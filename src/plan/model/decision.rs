@@ -48,6 +48,22 @@ impl ReplanType {
             ReplanType::PlanRevision => "plan_revision",
         }
     }
+
+    /// Whether done tasks stay done under this replan type (seed 000 §11.4.3; the table is in
+    /// `engine::replan::carry_over`). Here, below the engine, because replay needs it too.
+    pub fn keeps_progress(self) -> bool {
+        match self {
+            ReplanType::PartialReplan
+            | ReplanType::ActionRegeneration
+            | ReplanType::Retry
+            | ReplanType::PlanRevision
+            | ReplanType::None => true,
+            ReplanType::TaskRedecomposition
+            | ReplanType::GoalRevision
+            | ReplanType::FullReplan
+            | ReplanType::ClarificationRequest => false,
+        }
+    }
 }
 
 /// Seed 000 §7.5 error classification.
@@ -96,6 +112,8 @@ pub enum ReplanTrigger {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplanDecision {
     pub replan_needed: bool,
+    /// 0..=1; a percentage is normalised where the reply is parsed ([`super::ranged`]).
+    #[serde(deserialize_with = "super::ranged::confidence")]
     pub confidence: f64,
     #[serde(default)]
     pub reasoning: String,
@@ -148,7 +166,12 @@ pub struct ReplanDecision {
     // Reflection (§8.4)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation_result: Option<EvaluationResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// 0..=100 (seed 000 §8.4).
+    #[serde(
+        default,
+        deserialize_with = "super::ranged::optional_percentage",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub achievement_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues_identified: Vec<String>,

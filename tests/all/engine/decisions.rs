@@ -597,3 +597,72 @@ steps:
         "the revised plan is reviewed again"
     );
 }
+
+/// A cycle whose model asks for a partial replan of task_2 with `confidence`, run to its end; it
+/// completes on plan v2 when the replan ran.
+pub(super) async fn partial_replan_run(confidence: f64) -> (Thread, RunStatus, u32) {
+    let mut thread = Thread::new();
+    let scenario = replan_on_task2(confidence, "partial_replan", 2, "action_sequence");
+    let out = thread.run(FirstMatch::new(&scenario), start()).await;
+    (thread, out.status, out.plan_version)
+}
+
+#[tokio::test]
+async fn a_confidence_given_as_a_percentage_is_stored_as_a_fraction() {
+    let (thread, status, plan_version) = partial_replan_run(85.0).await;
+    // 85 is read as 0.85: the high band, so the replan runs without asking.
+    assert_eq!((status, plan_version), (RunStatus::Completed, 2));
+    let decision = decisions(&thread)
+        .into_iter()
+        .find(|d| d.llm_decision.replan_needed)
+        .unwrap();
+    assert_eq!(decision.confidence, 0.85);
+    assert_eq!(decision.llm_decision.confidence, 0.85);
+    assert!(decision.executed);
+    let lines: Vec<String> = thread
+        .entries
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert!(
+        !lines.iter().any(|l| l.contains("\"confidence\":85")),
+        "a history line keeps the percentage: {lines:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_confidence_out_of_range_is_re_asked_and_never_stored() {
+    let scenario = r#"
+mode: matched
+steps:
+  - when: { purpose: "replan_decision.execution", contains: "(subtask task_2: note two)" }
+    reply: |
+      {"replan_decision": {"replan_needed": true, "confidence": 8500, "reasoning": "REPLAN-REASON", "replan_type": "partial_replan",
+       "target_phase": "action_sequence", "replan_level": 2, "issues_found": ["wrong note"]}}
+"#;
+    let mut thread = Thread::new();
+    let llm = FirstMatch::new(scenario);
+    let out = thread.run(llm.clone(), start()).await;
+    // The re-ask names the field and the range; the same bad reply again is the seed's fallback:
+    // no replan, the current plan goes on.
+    let reask = llm
+        .requests()
+        .iter()
+        .flat_map(|r| r.messages.iter().map(|m| m.content.clone()))
+        .any(|text| text.contains("confidence must be a fraction between 0 and 1"));
+    assert!(reask, "the re-ask quotes the range");
+    assert_eq!((out.status, out.plan_version), (RunStatus::Completed, 1));
+    for d in decisions(&thread) {
+        assert!(
+            (0.0..=1.0).contains(&d.confidence) && (0.0..=1.0).contains(&d.llm_decision.confidence),
+            "{d:?}"
+        );
+    }
+    assert!(
+        decisions(&thread).iter().any(|d| d
+            .parse_error
+            .as_deref()
+            .is_some_and(|e| e.contains("confidence"))),
+        "the parse failure is recorded"
+    );
+}

@@ -1,6 +1,6 @@
 //! Finding what the packaging tests need: the repository, the musl binary, the lint tools.
 //! Nothing here ever lets a test pass without its tool: a missing tool is installed with
-//! `.ci/packaging-tools.sh` (what `.ci/run` runs) or the test fails saying how to get it.
+//! `.ci/packaging-tools.sh` (what `.ci/packaging.sh` runs) or the test fails saying how to get it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,8 +39,8 @@ fn run_packaging_tools_script() {
     );
 }
 
-/// The static release binary `.ci/run` builds. Outside CI a missing one is built here (minutes,
-/// once); in CI it must already be there, because `.ci/run` builds it before the tests.
+/// The static release binary `.ci/packaging.sh` builds. Outside CI a missing one is built here (minutes,
+/// once); in CI it must already be there, because `.ci/packaging.sh` builds it before the tests.
 pub fn musl_binary() -> PathBuf {
     let path = target_dir().join(MUSL_TARGET).join("release/replan");
     if path.is_file() {
@@ -48,7 +48,7 @@ pub fn musl_binary() -> PathBuf {
     }
     assert!(
         !in_ci(),
-        "{} is missing: .ci/run must build it (cargo build --locked --release --target {MUSL_TARGET}) before the tests",
+        "{} is missing: .ci/packaging.sh must build it (cargo build --locked --release --target {MUSL_TARGET}) before the tests",
         path.display()
     );
     let _guard = SETUP.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,7 +93,7 @@ pub fn lint_tool(name: &str) -> PathBuf {
     }
     assert!(
         !in_ci(),
-        "{name} is not installed: .ci/run installs it with .ci/packaging-tools.sh before the tests"
+        "{name} is not installed: .ci/packaging.sh installs it with .ci/packaging-tools.sh before the tests"
     );
     let _guard = SETUP.lock().unwrap_or_else(|e| e.into_inner());
     if find_tool(name, installed_at.clone()).is_none() {

@@ -74,7 +74,12 @@ fn actionlint_rejects_a_workflow_that_pastes_issue_text_into_a_script() {
 #[test]
 fn shellcheck_passes_on_the_install_step_and_the_ci_scripts() {
     let output = Command::new(lint_tool("shellcheck"))
-        .args(["dist/install.sh", ".ci/packaging-tools.sh", ".ci/run"])
+        .args([
+            "dist/install.sh",
+            ".ci/packaging-tools.sh",
+            ".ci/packaging.sh",
+            ".ci/run",
+        ])
         .current_dir(repo_root())
         .output()
         .expect("run shellcheck");
@@ -168,12 +173,18 @@ fn project_ci_workflow_runs_the_ci_entry_point() {
         "the musl target is installed: {text}"
     );
     let ci_run = std::fs::read_to_string(repo_root().join(".ci/run")).expect(".ci/run");
-    let musl = ci_run
+    assert!(
+        ci_run.contains("bash .ci/packaging.sh"),
+        ".ci/run runs the packaging checks: {ci_run}"
+    );
+    let packaging =
+        std::fs::read_to_string(repo_root().join(".ci/packaging.sh")).expect(".ci/packaging.sh");
+    let musl = packaging
         .find("cargo build --locked --release --target x86_64-unknown-linux-musl")
-        .expect(".ci/run builds the musl binary");
-    let tests = ci_run
-        .find("cargo test --locked")
-        .expect(".ci/run runs the tests");
+        .expect(".ci/packaging.sh builds the musl binary");
+    let tests = packaging
+        .find("cargo test --locked --test packaging")
+        .expect(".ci/packaging.sh runs the packaging tests");
     assert!(
         musl < tests,
         "the musl binary is built before the tests that check it"
