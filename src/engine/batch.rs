@@ -3,7 +3,6 @@
 
 use crate::history::entry::{Entry, EntryBody, UsageTotals};
 use crate::history::{SCHEMA_VERSION, SessionState, apply};
-use crate::llm::TokenUsage;
 use chrono::{DateTime, Utc};
 
 pub struct Batch {
@@ -35,20 +34,12 @@ impl Batch {
         self.entries.push(entry);
     }
 
-    /// Every LLM call's usage is recorded (SPEC F12 accounting).
-    pub fn usage(&mut self, calls: u32, usage: TokenUsage, cost_usd: f64) {
-        if calls == 0 {
+    /// Every LLM call's usage is recorded (SPEC F12 accounting), every HTTP attempt counted.
+    pub fn usage(&mut self, usage: UsageTotals) {
+        if usage.calls == 0 {
             return;
         }
-        self.push(EntryBody::Usage {
-            usage: UsageTotals {
-                calls: u64::from(calls),
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                cached_tokens: usage.cached_tokens,
-                cost_usd,
-            },
-        });
+        self.push(EntryBody::Usage { usage });
     }
 
     pub fn is_empty(&self) -> bool {

@@ -96,6 +96,7 @@ impl Cx<'_> {
         Ok(ChatRequest {
             system: super::context::system_prompt(&self.deps.prompts, &self.deps.config)?,
             messages: vec![Message::user(prompt)],
+            max_tokens: Some(self.cfg().llm.max_output_tokens.for_purpose(purpose)),
             purpose: purpose.to_string(),
             ..ChatRequest::default()
         })
@@ -110,13 +111,13 @@ impl Cx<'_> {
         prompt: String,
     ) -> Result<Result<T, StructuredFailure>, CycleError> {
         let request = self.request(purpose, prompt)?;
-        let reply = ask_json::<T>(
-            self.deps.llm.as_ref(),
-            request,
-            &StructuredOptions::default(),
-        )
-        .await?;
-        batch.usage(reply.calls, reply.usage, reply.cost_usd);
+        let opts = StructuredOptions {
+            output_ceiling: self.cfg().llm.max_output_tokens.ceiling,
+            tool_names: self.deps.tools.names().map(str::to_string).collect(),
+            ..StructuredOptions::default()
+        };
+        let reply = ask_json::<T>(self.deps.llm.as_ref(), request, &opts).await?;
+        batch.usage(reply.totals());
         Ok(reply.value)
     }
 }
@@ -277,29 +278,29 @@ async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Resu
     Ok(())
 }
 
+/// Attempts the metered LLM made that no step recorded (calls that ended in an error, a step
+/// cut short): all of them wasted, and all of them counted.
+fn unrecorded_usage(deps: &CycleDeps, recorded: &UsageTotals) -> Option<UsageTotals> {
+    let metered = deps.llm.metered_usage()?;
+    let mut missing = metered.since(recorded);
+    missing.wasted_calls = missing.calls;
+    missing.wasted_ms = missing.wall_ms;
+    (missing.calls > 0).then_some(missing)
+}
+
 async fn finish(
     deps: &CycleDeps,
     state: &mut SessionState,
     status: RunStatus,
     usage_at_start: UsageTotals,
 ) -> Result<(), CycleError> {
-    let usage = UsageTotals {
-        calls: state.usage.calls.saturating_sub(usage_at_start.calls),
-        prompt_tokens: state
-            .usage
-            .prompt_tokens
-            .saturating_sub(usage_at_start.prompt_tokens),
-        completion_tokens: state
-            .usage
-            .completion_tokens
-            .saturating_sub(usage_at_start.completion_tokens),
-        cached_tokens: state
-            .usage
-            .cached_tokens
-            .saturating_sub(usage_at_start.cached_tokens),
-        cost_usd: (state.usage.cost_usd - usage_at_start.cost_usd).max(0.0),
-    };
+    let mut usage = state.usage.since(&usage_at_start);
+    let unrecorded = unrecorded_usage(deps, &usage);
     let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+    if let Some(unrecorded) = unrecorded {
+        usage.add(&unrecorded);
+        b.usage(unrecorded);
+    }
     b.push(EntryBody::RunFinished {
         status,
         usage,

@@ -141,6 +141,18 @@ pub struct ChatResponse {
     pub model: String,
     /// Cost of this call in USD from the configured price table (0 when unknown).
     pub cost_usd: f64,
+    /// The HTTP attempts this reply took (set by the budget wrapper; retries included).
+    pub attempts: super::meter::Attempts,
+}
+
+impl ChatResponse {
+    /// Usage of this reply's attempts, as the history records it.
+    pub fn totals(&self) -> crate::history::entry::UsageTotals {
+        let mut totals = super::budget::usage_totals(&self.usage, self.cost_usd, 0);
+        super::budget::add_attempts(&mut totals, &self.attempts);
+        totals.calls = totals.calls.max(1);
+        totals
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

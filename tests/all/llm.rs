@@ -466,7 +466,11 @@ async fn wall_time_budget_interrupts_a_hanging_call(wire: Wire) {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(llm.usage().calls, 0);
+    // The interrupted attempt reached the server: it counts, as wasted time.
+    assert_eq!(server.requests().len(), 1);
+    let usage = llm.usage();
+    assert_eq!((usage.calls, usage.wasted_calls), (1, 1));
+    assert!(usage.wasted_ms >= 900, "{usage:?}");
     logs.assert_no_key();
 }
 

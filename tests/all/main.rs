@@ -10,6 +10,7 @@ mod gitlab;
 mod harness;
 mod history;
 mod llm;
+mod llm_bounds;
 mod packaging;
 mod seed_json;
 mod tools;
