@@ -757,6 +757,9 @@ fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliErr
         tasks = %format!("{}/{}", outputs.tasks_done, outputs.tasks_total),
         "cycle finished"
     );
+    if let Some(line) = crate::report::summary::llm_time_line(&outcome.state.usage) {
+        tracing::info!("{line}");
+    }
     match outcome.status {
         RunStatus::Failed => {
             ctx.workflow
