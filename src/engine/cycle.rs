@@ -88,8 +88,13 @@ impl Cx<'_> {
         &self.deps.config
     }
 
+    /// Fills a template; `{example_tool}` is always a real tool of this run, because a small
+    /// model copies example values literally.
     pub fn render(&self, name: &str, values: &[(&str, &str)]) -> Result<String, CycleError> {
-        Ok(self.deps.prompts.render(name, values)?)
+        let example = super::context::example_tool(&self.deps.tools);
+        let mut all = values.to_vec();
+        all.push(("example_tool", &example));
+        Ok(self.deps.prompts.render(name, &all)?)
     }
 
     pub fn request(&self, purpose: &str, prompt: String) -> Result<ChatRequest, CycleError> {
