@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub issue: Option<u64>,
     pub title: Option<String>,
     pub body: Option<String>,
+    /// Comments to add to the local thread, each followed by the cycle on it.
+    pub comments: Vec<String>,
     pub local_dir: Option<PathBuf>,
 }
 
@@ -472,7 +474,7 @@ fn keep_out_of_commits(dir: &std::path::Path) -> Result<(), CliError> {
         .map_err(|e| CliError::usage(format!("cannot prepare --local-dir {}: {e}", dir.display())))
 }
 
-async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
+async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
     let number = opts.issue.unwrap_or(1);
     let dir = opts
         .local_dir
@@ -496,14 +498,28 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         None => String::new(),
     };
     let thread = ThreadRef::issue(number);
-    let title = opts.title.clone().unwrap_or_default();
-    match local.thread_file(&thread).await {
-        Ok(_) => {}
+    let given = opts.title.is_some() || opts.body.is_some();
+    if given
+        && opts.title.as_deref().unwrap_or_default().trim().is_empty()
+        && body.trim().is_empty()
+    {
+        return Err(CliError::usage(
+            "the goal is empty: --title and --body are blank; say what the issue asks in --title (and --body)",
+        ));
+    }
+    // A body without a title still names a goal: its first line becomes the title.
+    let title = match opts.title.as_deref().map(str::trim) {
+        Some(title) if !title.is_empty() => title.to_owned(),
+        _ => body.trim().lines().next().unwrap_or_default().to_owned(),
+    };
+    let created = match local.thread_file(&thread).await {
+        Ok(_) => false,
         Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
             local
                 .create_thread(thread, &title, &body, local.local_user())
                 .await
                 .map_err(|e| CliError::failure(e.to_string()))?;
+            true
         }
         Err(crate::forge::ForgeError::NotFound { what }) => {
             return Err(CliError::usage(format!(
@@ -511,7 +527,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
             )));
         }
         Err(e) => return Err(CliError::usage(e.to_string())),
-    }
+    };
     let trigger = Trigger {
         forge: ForgeKind::Local,
         repo: String::new(),
@@ -531,8 +547,55 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         run_url: None,
         model: ctx.config.llm.model.clone(),
     }));
-    let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger).await;
-    finish(&ctx, result)
+    if opts.comments.is_empty() || created {
+        let result = cycle_on_thread(
+            &ctx,
+            forge.clone(),
+            backend.clone(),
+            reporter.clone(),
+            thread,
+            &trigger,
+        )
+        .await;
+        let exit = finish(&ctx, result)?;
+        if opts.comments.is_empty() {
+            return Ok(exit);
+        }
+    }
+    // Each comment lands on the thread first, then the cycle reads it as the forge's event would.
+    let rules = start_rules(&ctx.config, ForgeKind::Local);
+    let mut exit = Exit::Ok;
+    let run_id = ctx.run_id.clone();
+    for (n, text) in opts.comments.iter().enumerate() {
+        // One run per comment, as one CI job per comment event would be.
+        ctx.run_id = format!("{run_id}-comment{}", n + 1);
+        let comment = local
+            .add_comment_as(&thread, local.local_user(), text)
+            .await
+            .map_err(|e| {
+                CliError::failure(format!("could not add the comment to {thread}: {e}"))
+            })?;
+        let mut on_comment = trigger.clone();
+        on_comment.request = crate::trigger::classify_comment(text, &rules);
+        on_comment.event = "local.comment".into();
+        on_comment.comment = Some(crate::trigger::TriggerComment {
+            id: comment.id,
+            body: comment.body,
+            created_at: Some(comment.created_at),
+            updated_at: Some(comment.updated_at),
+        });
+        let result = cycle_on_thread(
+            &ctx,
+            forge.clone(),
+            backend.clone(),
+            reporter.clone(),
+            thread,
+            &on_comment,
+        )
+        .await;
+        exit = finish(&ctx, result)?;
+    }
+    Ok(exit)
 }
 
 // ----- the cycle on one thread
@@ -729,7 +792,7 @@ fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliErr
         Ok(run) => run,
         Err(e) => {
             if e.exit == Exit::Failure {
-                ctx.workflow.error(&e.message);
+                ctx.workflow.annotate_error(&e.message);
             }
             return Err(e);
         }

@@ -8,6 +8,7 @@ pub mod history_cmd;
 pub mod logging;
 pub mod plan_cmd;
 pub mod thread_arg;
+pub mod thread_cmd;
 pub mod workspace;
 
 pub use args::Cli;
@@ -26,6 +27,7 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
                 issue: args.issue,
                 title: args.title,
                 body: args.body,
+                comments: args.comment,
                 local_dir: args.local_dir,
             };
             crate::app::run(options, std::env::vars().collect()).await
@@ -34,5 +36,6 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::History(cmd) => history_cmd::run(cmd).await,
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
+        Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }
 }

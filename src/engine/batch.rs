@@ -1,24 +1,26 @@
 //! The entries of one step, applied to a scratch copy of the state as they are made so the step
 //! sees its own effects, and appended together at the end of the step.
 
+use super::cycle::Clock;
 use crate::history::entry::{Entry, EntryBody, UsageTotals};
 use crate::history::{SCHEMA_VERSION, SessionState, apply};
-use chrono::{DateTime, Utc};
 
 pub struct Batch {
     pub state: SessionState,
     pub entries: Vec<Entry>,
     run_id: String,
-    now: DateTime<Utc>,
+    clock: Clock,
 }
 
 impl Batch {
-    pub fn new(state: &SessionState, run_id: &str, now: DateTime<Utc>) -> Self {
+    /// Entries are stamped by `clock` when they are pushed — when the thing they record happened,
+    /// not when the step started.
+    pub fn new(state: &SessionState, run_id: &str, clock: Clock) -> Self {
         Batch {
             state: state.clone(),
             entries: Vec::new(),
             run_id: run_id.to_string(),
-            now,
+            clock,
         }
     }
 
@@ -26,7 +28,7 @@ impl Batch {
         let entry = Entry {
             v: SCHEMA_VERSION,
             seq: self.state.last_seq + 1,
-            ts: self.now,
+            ts: (self.clock)(),
             run_id: self.run_id.clone(),
             body,
         };
@@ -44,5 +46,33 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, TimeZone, Utc};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    #[test]
+    fn entries_are_stamped_when_pushed_not_when_the_step_started() {
+        let ticks = Arc::new(AtomicI64::new(0));
+        let seen = ticks.clone();
+        let start = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let clock: Clock =
+            Arc::new(move || start + Duration::seconds(seen.fetch_add(10, Ordering::SeqCst)));
+        let mut batch = Batch::new(&SessionState::default(), "run-1", clock);
+        batch.usage(UsageTotals {
+            calls: 1,
+            ..UsageTotals::default()
+        });
+        batch.usage(UsageTotals {
+            calls: 2,
+            ..UsageTotals::default()
+        });
+        let stamps: Vec<_> = batch.entries.iter().map(|e| e.ts).collect();
+        assert_eq!(stamps, [start, start + Duration::seconds(10)]);
     }
 }

@@ -184,7 +184,7 @@ async fn drive(
 ) -> Result<RunStatus, CycleError> {
     let deps = cx.deps;
     if !resuming {
-        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         batch.push(EntryBody::RunStarted {
             request: deps.request.clone(),
         });
@@ -200,7 +200,7 @@ async fn drive(
         if let Step::Finish(status) = step {
             return Ok(status);
         }
-        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         let effects = match phases::perform(cx, &mut batch, &step).await {
             Ok(effects) => effects,
             Err(CycleError::Llm(LlmError::BudgetExhausted(why))) => {
@@ -242,7 +242,7 @@ async fn commit(
         && let Some(id) = deps.reporter.progress(state).await
         && state.checklist_comment_id.as_deref() != Some(id.as_str())
     {
-        let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
         b.push(EntryBody::Checklist { comment_id: id });
         deps.store.append(&b.entries).await?;
         *state = b.state;
@@ -272,7 +272,7 @@ fn progress_key(state: &SessionState) -> String {
 
 /// A step cut short by the budget: its LLM usage is still recorded, nothing else.
 async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Result<(), CycleError> {
-    let mut kept = Batch::new(state, &cx.deps.run_id, (cx.deps.clock)());
+    let mut kept = Batch::new(state, &cx.deps.run_id, cx.deps.clock.clone());
     for e in batch.entries {
         if let EntryBody::Usage { .. } = e.body {
             kept.push(e.body);
@@ -301,7 +301,7 @@ async fn finish(
 ) -> Result<(), CycleError> {
     let mut usage = state.usage.since(&usage_at_start);
     let unrecorded = unrecorded_usage(deps, &usage);
-    let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+    let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
     if let Some(unrecorded) = unrecorded {
         usage.add(&unrecorded);
         b.usage(unrecorded);

@@ -11,6 +11,7 @@ mod harness;
 mod history;
 mod llm;
 mod llm_bounds;
+mod local_cli;
 mod packaging;
 mod seed_json;
 mod tools;

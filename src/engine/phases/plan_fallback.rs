@@ -102,9 +102,9 @@ fn keep_valid(
     let kept_actions: Vec<PlannedAction> = draft
         .actions
         .iter()
-        .cloned()
         .filter(|a| ids.contains(&a.task_id))
         .filter(|a| a.tool.as_ref().is_none_or(|t| known.contains(t)))
+        .cloned()
         .collect();
     let preferred = preferred_order(&draft.execution_order, &kept_actions, &subtasks);
     let order = dependency_order(&subtasks, &preferred);
