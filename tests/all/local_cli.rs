@@ -357,3 +357,93 @@ fn comments_steer_a_local_thread_and_thread_show_prints_them() {
         text(&missing.stderr)
     );
 }
+
+/// Opt-in: a whole local cycle against a real model in both wire formats (see
+/// `scripts/real-llm.sh`, which serves SmolLM2-135M-Instruct with llama.cpp on CPU).
+/// `REPLAN_TEST_LLM_URL` is the OpenAI-compatible base URL ending in `/v1`; the Anthropic format is
+/// asked at the same server without `/v1`. Optional: `REPLAN_TEST_LLM_MODEL`, `REPLAN_TEST_LLM_KEY`.
+mod real_model {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn openai() {
+        whole_cycle(Wire::OpenAi)
+    }
+
+    #[test]
+    fn anthropic() {
+        whole_cycle(Wire::Anthropic)
+    }
+
+    fn whole_cycle(wire: Wire) {
+        let Ok(url) = std::env::var("REPLAN_TEST_LLM_URL") else {
+            eprintln!(
+                "skipped: set REPLAN_TEST_LLM_URL (e.g. http://127.0.0.1:8080/v1, see scripts/real-llm.sh) to run a whole cycle against a real model"
+            );
+            return;
+        };
+        let model = std::env::var("REPLAN_TEST_LLM_MODEL").unwrap_or_else(|_| "smollm2".into());
+        let key = std::env::var("REPLAN_TEST_LLM_KEY").unwrap_or_else(|_| "no-key-needed".into());
+        let (_origin, checkout) = checkout();
+        let state = TempDir::new().unwrap();
+        let dir = state.path().to_str().unwrap();
+        let mut command = replan(
+            None,
+            &checkout,
+            &[
+                "run",
+                "--issue",
+                "1",
+                "--title",
+                "Add a hello file",
+                "--body",
+                "Create the file hello.md containing the word hello.",
+                "--local-dir",
+                dir,
+            ],
+        );
+        command
+            .env("REPLAN_LLM__MODEL", &model)
+            .env("REPLAN_TEST_LLM_KEY", &key)
+            .env("REPLAN_LLM__API_KEY_ENV", "REPLAN_TEST_LLM_KEY")
+            .timeout(Duration::from_secs(15 * 60));
+        match wire {
+            Wire::OpenAi => command
+                .env("REPLAN_LLM__PROVIDER", "openai")
+                .env("REPLAN_LLM__BASE_URL", &url),
+            Wire::Anthropic => command.env("REPLAN_LLM__PROVIDER", "anthropic").env(
+                "REPLAN_LLM__BASE_URL",
+                url.trim_end_matches('/').trim_end_matches("/v1"),
+            ),
+        };
+        let started = Instant::now();
+        let output = command.output().unwrap();
+        let wall = started.elapsed();
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
+        let history =
+            std::fs::read_to_string(state.path().join("planning_history/issues/1.jsonl")).unwrap();
+        let entries = jsonl::parse(&history).entries;
+        let actions = entries
+            .iter()
+            .filter(|e| matches!(e.body, EntryBody::Action { .. }))
+            .count();
+        let Some(EntryBody::RunFinished { status, usage, .. }) = entries.last().map(|e| &e.body)
+        else {
+            panic!("the history does not end with run_finished:\n{history}");
+        };
+        eprintln!(
+            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions",
+            usage.calls,
+            wall.as_secs_f64(),
+            usage.wall_ms as f64 / 1000.0,
+            usage.wasted_ms as f64 / 1000.0,
+            usage.wasted_calls
+        );
+        assert!(actions > 0, "the cycle never reached execution:\n{stdout}");
+        assert!(usage.calls > 0);
+        assert!(!stdout.contains("Planning…"), "{stdout}");
+    }
+}
