@@ -547,50 +547,40 @@ async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         run_url: None,
         model: ctx.config.llm.model.clone(),
     }));
-    if opts.comments.is_empty() || created {
-        let result = cycle_on_thread(
-            &ctx,
-            forge.clone(),
-            backend.clone(),
-            reporter.clone(),
-            thread,
-            &trigger,
-        )
-        .await;
-        let exit = finish(&ctx, result)?;
-        if opts.comments.is_empty() {
-            return Ok(exit);
-        }
-    }
-    // Each comment lands on the thread first, then the cycle reads it as the forge's event would.
+    // The start (for a new thread or without comments), then each comment: it lands on the
+    // thread first, then the cycle reads it as the forge's comment event would.
+    let start = (opts.comments.is_empty() || created).then_some(None);
+    let steps = start.into_iter().chain(opts.comments.iter().map(Some));
     let rules = start_rules(&ctx.config, ForgeKind::Local);
     let mut exit = Exit::Ok;
     let run_id = ctx.run_id.clone();
-    for (n, text) in opts.comments.iter().enumerate() {
-        // One run per comment, as one CI job per comment event would be.
-        ctx.run_id = format!("{run_id}-comment{}", n + 1);
-        let comment = local
-            .add_comment_as(&thread, local.local_user(), text)
-            .await
-            .map_err(|e| {
-                CliError::failure(format!("could not add the comment to {thread}: {e}"))
-            })?;
-        let mut on_comment = trigger.clone();
-        on_comment.request = crate::trigger::classify_comment(text, &rules);
-        on_comment.event = "local.comment".into();
-        on_comment.comment = Some(crate::trigger::TriggerComment {
-            id: comment.id,
-            body: comment.body,
-            created_at: Some(comment.created_at),
-            updated_at: Some(comment.updated_at),
-        });
+    for (n, text) in steps.enumerate() {
+        let mut on_step = trigger.clone();
+        if let Some(text) = text {
+            // One run per comment, as one CI job per comment event would be.
+            ctx.run_id = format!("{run_id}-{n}");
+            let comment = local
+                .add_comment_as(&thread, local.local_user(), text)
+                .await
+                .map_err(|e| {
+                    CliError::failure(format!("could not add the comment to {thread}: {e}"))
+                })?;
+            on_step.request = crate::trigger::classify_comment(text, &rules);
+            on_step.event = "local.comment".into();
+            on_step.comment = Some(crate::trigger::TriggerComment {
+                id: comment.id,
+                body: comment.body,
+                created_at: Some(comment.created_at),
+                updated_at: Some(comment.updated_at),
+            });
+        }
         let result = cycle_on_thread(
             &ctx,
             forge.clone(),
             backend.clone(),
             reporter.clone(),
             thread,
-            &on_comment,
+            &on_step,
         )
         .await;
         exit = finish(&ctx, result)?;

@@ -206,17 +206,7 @@ impl Llm for Budgeted {
         response.cost_usd = cost;
         response.attempts = attempts;
         let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-        add_attempts(&mut totals, &attempts);
-        totals.prompt_tokens = totals
-            .prompt_tokens
-            .saturating_add(response.usage.prompt_tokens);
-        totals.completion_tokens = totals
-            .completion_tokens
-            .saturating_add(response.usage.completion_tokens);
-        totals.cached_tokens = totals
-            .cached_tokens
-            .saturating_add(response.usage.cached_tokens);
-        totals.cost_usd += cost;
+        totals.add(&response.totals());
         tracing::debug!(
             purpose = %request.purpose,
             model = %response.model,

@@ -368,15 +368,7 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
             // An unmetered provider: one call.
             these.calls = 1;
         }
-        usage.prompt_tokens = usage
-            .prompt_tokens
-            .saturating_add(response.usage.prompt_tokens);
-        usage.completion_tokens = usage
-            .completion_tokens
-            .saturating_add(response.usage.completion_tokens);
-        usage.cached_tokens = usage
-            .cached_tokens
-            .saturating_add(response.usage.cached_tokens);
+        usage.add(&response.usage);
         cost_usd += response.cost_usd;
         let raw = response.text.unwrap_or_default();
         let cut_off = response.finish_reason == FinishReason::Length;

@@ -2,7 +2,7 @@
 //! of the built binary are in `github/e2e.rs`.
 
 mod e2e;
-mod local_run;
+pub(crate) mod local_run;
 
 /// Shared by the runs of the binary (the GitLab runs too).
 pub(crate) mod e2e_support {

@@ -65,7 +65,7 @@ fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
     (logs, guard)
 }
 
-fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
+pub(crate) fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
     let mut cfg = LlmConfig {
         model: Some("test-model".into()),
         api_key_env: Some(KEY_VAR.into()),
@@ -86,7 +86,7 @@ fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
     cfg
 }
 
-fn key_env() -> BTreeMap<String, String> {
+pub(crate) fn key_env() -> BTreeMap<String, String> {
     BTreeMap::from([(KEY_VAR.to_string(), KEY.to_string())])
 }
 
@@ -135,6 +135,7 @@ macro_rules! both_wires {
         }
     )*};
 }
+pub(crate) use both_wires;
 
 both_wires!(
     tool_calls_round_trip,

@@ -11,22 +11,12 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::github::e2e_support::scenario;
+use crate::github::local_run::checkout;
 use crate::support::TestRepo;
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::{LlmServer, Wire};
 
 const PLANNING: &str = "Produce the planning phases";
-
-/// A checkout with an `origin`, ready for a local run that ends in a pull request.
-fn checkout() -> (TestRepo, TestRepo) {
-    let origin = TestRepo::bare();
-    let checkout = TestRepo::clone_from(&origin);
-    let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
-    checkout.write("README.md", "# widgets\n");
-    checkout.commit_all("init");
-    checkout.run_git(&["push", "-q", "origin", "main"]);
-    (origin, checkout)
-}
 
 /// `replan <args>` with only the scripted model in the environment.
 fn replan(llm: Option<(&LlmServer, Wire)>, workspace: &TestRepo, args: &[&str]) -> Command {
@@ -61,6 +51,34 @@ fn replan(llm: Option<(&LlmServer, Wire)>, workspace: &TestRepo, args: &[&str]) 
         command.arg("--workspace").arg(workspace.path());
     }
     command
+}
+
+/// `replan run --issue 7` creating "Add a hello file", with the forge and history in `dir`.
+fn start_issue_7(
+    llm: Option<(&LlmServer, Wire)>,
+    checkout: &TestRepo,
+    dir: &str,
+) -> std::process::Output {
+    let args = [
+        "run",
+        "--issue",
+        "7",
+        "--title",
+        "Add a hello file",
+        "--body",
+        "Please.",
+        "--local-dir",
+        dir,
+    ];
+    replan(llm, checkout, &args).output().unwrap()
+}
+
+/// The entries of issue N's history file in a local directory.
+fn history(dir: &std::path::Path, issue: u64) -> Vec<replan::history::Entry> {
+    let path = dir.join(format!("planning_history/issues/{issue}.jsonl"));
+    let parsed = jsonl::parse(&std::fs::read_to_string(path).unwrap());
+    assert!(parsed.corrupt.is_empty());
+    parsed.entries
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -103,23 +121,7 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     let (_origin, checkout) = checkout();
     let state = TempDir::new().unwrap();
     let dir = state.path().to_str().unwrap();
-    let output = replan(
-        Some((&llm, wire)),
-        &checkout,
-        &[
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add a hello file",
-            "--body",
-            "Please.",
-            "--local-dir",
-            dir,
-        ],
-    )
-    .output()
-    .unwrap();
+    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
 
@@ -141,12 +143,8 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     );
     assert!(sent[1].body["max_tokens"].as_u64() > first["max_tokens"].as_u64());
 
-    let history =
-        std::fs::read_to_string(state.path().join("planning_history/issues/7.jsonl")).unwrap();
-    let parsed = jsonl::parse(&history);
-    assert!(parsed.corrupt.is_empty());
-    let actions: Vec<&str> = parsed
-        .entries
+    let entries = history(state.path(), 7);
+    let actions: Vec<&str> = entries
         .iter()
         .filter_map(|e| match &e.body {
             EntryBody::Action { tool, .. } => Some(tool.as_str()),
@@ -156,8 +154,7 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     assert!(actions.contains(&"write_file"), "{actions:?}");
     assert_eq!(checkout.read("hello.md"), "hello\n");
     // Usage counts every request the server saw, re-asks included.
-    let counted: u64 = parsed
-        .entries
+    let counted: u64 = entries
         .iter()
         .filter_map(|e| match &e.body {
             EntryBody::Usage { usage } => Some(usage.calls),
@@ -165,7 +162,7 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         })
         .sum();
     assert_eq!(counted as usize, sent.len());
-    let finished = parsed.entries.last().unwrap();
+    let finished = entries.last().unwrap();
     match &finished.body {
         EntryBody::RunFinished { usage, .. } => {
             assert_eq!(usage.calls as usize, sent.len());
@@ -278,23 +275,7 @@ fn comments_steer_a_local_thread_and_thread_show_prints_them() {
     let (_origin, checkout) = checkout();
     let state = TempDir::new().unwrap();
     let dir = state.path().to_str().unwrap();
-    let start = replan(
-        Some((&llm, Wire::OpenAi)),
-        &checkout,
-        &[
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add a hello file",
-            "--body",
-            "Please.",
-            "--local-dir",
-            dir,
-        ],
-    )
-    .output()
-    .unwrap();
+    let start = start_issue_7(Some((&llm, Wire::OpenAi)), &checkout, dir);
     assert_eq!(start.status.code(), Some(0), "{}", text(&start.stderr));
     let calls_before = llm.requests().len();
 
@@ -323,10 +304,7 @@ fn comments_steer_a_local_thread_and_thread_show_prints_them() {
     );
     assert_eq!(llm.requests().len(), calls_before, "/status needs no model");
 
-    let history =
-        std::fs::read_to_string(state.path().join("planning_history/issues/7.jsonl")).unwrap();
-    let requests: Vec<String> = jsonl::parse(&history)
-        .entries
+    let requests: Vec<String> = history(state.path(), 7)
         .iter()
         .filter_map(|e| match &e.body {
             EntryBody::RunStarted { request } => Some(request.request.clone()),
@@ -423,16 +401,14 @@ mod real_model {
         let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
         assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
         assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
-        let history =
-            std::fs::read_to_string(state.path().join("planning_history/issues/1.jsonl")).unwrap();
-        let entries = jsonl::parse(&history).entries;
+        let entries = history(state.path(), 1);
         let actions = entries
             .iter()
             .filter(|e| matches!(e.body, EntryBody::Action { .. }))
             .count();
         let Some(EntryBody::RunFinished { status, usage, .. }) = entries.last().map(|e| &e.body)
         else {
-            panic!("the history does not end with run_finished:\n{history}");
+            panic!("the history does not end with run_finished: {entries:?}");
         };
         eprintln!(
             "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions",

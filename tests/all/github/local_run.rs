@@ -10,7 +10,7 @@ use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 /// A checkout with an `origin`, ready for a local run that ends in a pull request.
-fn checkout() -> (TestRepo, TestRepo) {
+pub(crate) fn checkout() -> (TestRepo, TestRepo) {
     let origin = TestRepo::bare();
     let checkout = TestRepo::clone_from(&origin);
     let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
