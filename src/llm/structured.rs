@@ -527,6 +527,54 @@ mod tests {
     }
 
     #[test]
+    fn wrong_shape_names_the_field_path_and_the_expected_type() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Plan {
+            task_decomposition: Decomposition,
+        }
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Decomposition {
+            subtasks: Vec<String>,
+        }
+        let e = parse_reply::<Plan>(
+            "Here it is: {\"task_decomposition\": {\"subtasks\": \"t1\"}} done",
+        )
+        .unwrap_err();
+        assert!(e.contains("at `task_decomposition.subtasks`"), "{e}");
+        assert!(e.contains("expected a sequence"), "{e}");
+    }
+
+    #[test]
+    fn the_schema_constrains_tools_to_the_run_and_confidence_to_0_1() {
+        #[derive(Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Action {
+            tool: Option<String>,
+            confidence: f64,
+        }
+        let mut schema = schema_for::<Action>().schema;
+        constrain_schema(&mut schema, &["read_file".to_string()]);
+        let properties = &schema["properties"];
+        assert_eq!(
+            properties["tool"]["enum"],
+            serde_json::json!(["read_file", null])
+        );
+        assert_eq!(properties["confidence"]["minimum"], 0.0);
+        assert_eq!(properties["confidence"]["maximum"], 1.0);
+    }
+
+    #[test]
+    fn a_runaway_raw_reply_is_capped_for_the_history() {
+        let raw = "é".repeat(MAX_RAW_REPLY_CHARS);
+        let capped = capped_raw_reply(raw.clone());
+        assert!(capped.len() < MAX_RAW_REPLY_CHARS + 64, "{}", capped.len());
+        assert!(capped.ends_with("more bytes not kept]"));
+        assert_eq!(capped_raw_reply("short".into()), "short");
+    }
+
+    #[test]
     fn schema_for_names_and_describes_the_type() {
         let schema = schema_for::<Decision>();
         assert_eq!(schema.name, "Decision");
