@@ -85,6 +85,14 @@ impl Workflow {
         }
     }
 
+    /// An error annotation in Actions only; for errors that are also returned to `main`, which
+    /// prints them, so a terminal shows each error once.
+    pub fn annotate_error(&self, message: &str) {
+        if self.enabled {
+            println!("{}", error(Some("Replan"), message));
+        }
+    }
+
     pub fn warning(&self, message: &str) {
         if self.enabled {
             println!("{}", warning(Some("Replan"), message));

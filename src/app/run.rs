@@ -50,6 +50,8 @@ pub struct RunOptions {
     pub issue: Option<u64>,
     pub title: Option<String>,
     pub body: Option<String>,
+    /// Comments to add to the local thread, each followed by the cycle on it.
+    pub comments: Vec<String>,
     pub local_dir: Option<PathBuf>,
     /// Split-trust mode: record the forge writes in this directory instead of making them.
     pub bundle: Option<PathBuf>,
@@ -567,7 +569,7 @@ fn keep_out_of_commits(dir: &std::path::Path) -> Result<(), CliError> {
         .map_err(|e| CliError::usage(format!("cannot prepare --local-dir {}: {e}", dir.display())))
 }
 
-async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
+async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
     let number = opts.issue.unwrap_or(1);
     let dir = opts
         .local_dir
@@ -594,9 +596,22 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         None => String::new(),
     };
     let thread = ThreadRef::issue(number);
-    let title = opts.title.clone().unwrap_or_default();
-    match local.thread_file(&thread).await {
-        Ok(_) => {}
+    let given = opts.title.is_some() || opts.body.is_some();
+    if given
+        && opts.title.as_deref().unwrap_or_default().trim().is_empty()
+        && body.trim().is_empty()
+    {
+        return Err(CliError::usage(
+            "the goal is empty: --title and --body are blank; say what the issue asks in --title (and --body)",
+        ));
+    }
+    // A body without a title still names a goal: its first line becomes the title.
+    let title = match opts.title.as_deref().map(str::trim) {
+        Some(title) if !title.is_empty() => title.to_owned(),
+        _ => body.trim().lines().next().unwrap_or_default().to_owned(),
+    };
+    let created = match local.thread_file(&thread).await {
+        Ok(_) => false,
         Err(crate::forge::ForgeError::NotFound { .. }) if !title.trim().is_empty() => {
             local
                 .create_thread(
@@ -607,6 +622,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
                 )
                 .await
                 .map_err(|e| CliError::failure(e.to_string()))?;
+            true
         }
         Err(crate::forge::ForgeError::NotFound { what }) => {
             return Err(CliError::usage(format!(
@@ -614,7 +630,7 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
             )));
         }
         Err(e) => return Err(CliError::usage(e.to_string())),
-    }
+    };
     let trigger = Trigger {
         forge: ForgeKind::Local,
         repo: String::new(),
@@ -635,8 +651,46 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         run_url: None,
         model: ctx.config.llm.model.clone(),
     }));
-    let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger, None).await;
-    finish(&ctx, result)
+    // The start (for a new thread or without comments), then each comment: it lands on the
+    // thread first, then the cycle reads it as the forge's comment event would.
+    let start = (opts.comments.is_empty() || created).then_some(None);
+    let steps = start.into_iter().chain(opts.comments.iter().map(Some));
+    let rules = start_rules(&ctx.config, ForgeKind::Local);
+    let mut exit = Exit::Ok;
+    let run_id = ctx.run_id.clone();
+    for (n, text) in steps.enumerate() {
+        let mut on_step = trigger.clone();
+        if let Some(text) = text {
+            // One run per comment, as one CI job per comment event would be.
+            ctx.run_id = format!("{run_id}-{n}");
+            let comment = local
+                .add_comment_as(&thread, local.local_user(), text)
+                .await
+                .map_err(|e| {
+                    CliError::failure(format!("could not add the comment to {thread}: {e}"))
+                })?;
+            on_step.request = crate::trigger::classify_comment(text, &rules);
+            on_step.event = "local.comment".into();
+            on_step.comment = Some(crate::trigger::TriggerComment {
+                id: comment.id,
+                body: comment.body,
+                created_at: Some(comment.created_at),
+                updated_at: Some(comment.updated_at),
+            });
+        }
+        let result = cycle_on_thread(
+            &ctx,
+            forge.clone(),
+            backend.clone(),
+            reporter.clone(),
+            thread,
+            &on_step,
+            None,
+        )
+        .await;
+        exit = finish(&ctx, result)?;
+    }
+    Ok(exit)
 }
 
 // ----- the cycle on one thread
@@ -863,7 +917,7 @@ fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliErr
         Ok(run) => run,
         Err(e) => {
             if e.exit == Exit::Failure {
-                ctx.workflow.error(&e.message);
+                ctx.workflow.annotate_error(&e.message);
             }
             return Err(e);
         }
@@ -891,6 +945,9 @@ fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliErr
         tasks = %format!("{}/{}", outputs.tasks_done, outputs.tasks_total),
         "cycle finished"
     );
+    if let Some(line) = crate::report::summary::llm_time_line(&outcome.state.usage) {
+        tracing::info!("{line}");
+    }
     match outcome.status {
         RunStatus::Failed => {
             ctx.workflow

@@ -39,6 +39,22 @@ pub enum Command {
     Plan(PlanCommand),
     /// Perform the writes a `replan run --bundle DIR` recorded (split-trust mode; no LLM call).
     Publish(PublishArgs),
+    /// Read a local run's thread: the issue and its comments.
+    #[command(subcommand)]
+    Thread(ThreadCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ThreadCommand {
+    /// Print a local thread's title, body and comments, oldest first.
+    Show {
+        /// The local forge directory of the runs [default: ./.replan].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Thread as `issues/12`, `pulls/7`, `merge_requests/3`, or a bare issue number.
+        #[arg(value_name = "THREAD")]
+        thread: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +95,11 @@ pub struct RunArgs {
     /// Issue body for a local run (`@FILE` reads it from a file).
     #[arg(long)]
     pub body: Option<String>,
+
+    /// Add this comment to the local thread as its writer and run the cycle on it, as the forge
+    /// would (`/replan tasks`, `/resume`, an answer); repeatable, in order.
+    #[arg(long, value_name = "TEXT")]
+    pub comment: Vec<String>,
 
     /// Directory holding the local forge and history for a local run [default: <workspace>/.replan].
     #[arg(long, value_name = "DIR")]

@@ -7,6 +7,7 @@ pub mod history_cmd;
 pub mod logging;
 pub mod plan_cmd;
 pub mod thread_arg;
+pub mod thread_cmd;
 pub mod workspace;
 
 pub use crate::app::exit::{self, CliError, Exit};
@@ -25,6 +26,7 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
                 issue: args.issue,
                 title: args.title,
                 body: args.body,
+                comments: args.comment,
                 local_dir: args.local_dir,
                 bundle: args.bundle,
             };
@@ -37,5 +39,6 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Publish(args) => {
             crate::bundle::publish(args.dir, std::env::vars().collect()).await
         }
+        Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }
 }

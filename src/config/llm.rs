@@ -23,8 +23,14 @@ pub struct LlmConfig {
     pub headers: BTreeMap<String, String>,
     pub timeout_seconds: u64,
     pub max_retries: u32,
-    /// Ask the provider for JSON-schema constrained output where it supports it.
-    pub structured_output: bool,
+    /// How structured replies are asked for: `auto` (probe once per run), `tool` (a forced tool
+    /// call), `json_schema` / `json_object` (OpenAI `response_format`), `prompt` (the schema in the
+    /// prompt only). `true` / `false` are read as `auto` / `prompt`.
+    pub structured_output: StructuredOutput,
+    /// Output token limit of each kind of call, sent with every request.
+    pub max_output_tokens: MaxOutputTokens,
+    /// Largest reply body read from the provider; a larger one is refused as too large.
+    pub max_reply_bytes: u64,
     /// Scenario file replayed by the `scripted` provider.
     pub scenario: Option<PathBuf>,
     pub budget: BudgetConfig,
@@ -44,7 +50,9 @@ impl Default for LlmConfig {
             headers: BTreeMap::new(),
             timeout_seconds: 120,
             max_retries: 4,
-            structured_output: true,
+            structured_output: StructuredOutput::Auto,
+            max_output_tokens: MaxOutputTokens::default(),
+            max_reply_bytes: 10 * 1024 * 1024,
             scenario: None,
             budget: BudgetConfig::default(),
             prices: BTreeMap::new(),
@@ -68,6 +76,88 @@ pub enum ProviderKind {
     Llamacpp,
     /// Replays `llm.scenario`; for tests and demos.
     Scripted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    #[default]
+    Auto,
+    Tool,
+    JsonSchema,
+    JsonObject,
+    Prompt,
+}
+
+impl<'de> Deserialize<'de> for StructuredOutput {
+    /// A name, or the boolean this key used to be (`true` = `auto`, `false` = `prompt`).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Flag(bool),
+            Name(String),
+        }
+        match Either::deserialize(d)? {
+            Either::Flag(true) => Ok(StructuredOutput::Auto),
+            Either::Flag(false) => Ok(StructuredOutput::Prompt),
+            Either::Name(name) => match name.trim() {
+                "auto" | "true" => Ok(StructuredOutput::Auto),
+                "tool" => Ok(StructuredOutput::Tool),
+                "json_schema" => Ok(StructuredOutput::JsonSchema),
+                "json_object" => Ok(StructuredOutput::JsonObject),
+                "prompt" | "false" => Ok(StructuredOutput::Prompt),
+                other => Err(serde::de::Error::custom(format!(
+                    "`{other}` is not a structured output mode; use auto, tool, json_schema, json_object or prompt"
+                ))),
+            },
+        }
+    }
+}
+
+/// Output tokens per kind of call. A reply cut off at its limit is re-asked once, shorter, with
+/// the limit doubled up to `ceiling`; past the ceiling it counts as an invalid reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MaxOutputTokens {
+    pub planning: u32,
+    pub decision: u32,
+    pub execute: u32,
+    pub judge: u32,
+    pub reflection: u32,
+    pub completion: u32,
+    pub ceiling: u32,
+}
+
+impl Default for MaxOutputTokens {
+    fn default() -> Self {
+        MaxOutputTokens {
+            planning: 2048,
+            decision: 512,
+            execute: 1024,
+            judge: 512,
+            reflection: 512,
+            completion: 1024,
+            ceiling: 4096,
+        }
+    }
+}
+
+impl MaxOutputTokens {
+    /// The limit for a call's purpose (`planning`, `replan_decision.execution`, `judge.t1`, ...).
+    pub fn for_purpose(&self, purpose: &str) -> u32 {
+        let kind = purpose.split('.').next().unwrap_or_default();
+        let limit = match kind {
+            "replan_decision" | "decision" => self.decision,
+            "execute" | "legacy" => self.execute,
+            "judge" | "quality_judge" => self.judge,
+            "reflection" => self.reflection,
+            "completion" => self.completion,
+            // planning, task splits, alternatives and anything new plan.
+            _ => self.planning,
+        };
+        limit.max(1)
+    }
 }
 
 /// Limits for one run; `None` = unlimited.

@@ -39,7 +39,7 @@ pub use file::REPO_FILE_CANDIDATES;
 pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
 pub use forge_api::ForgeApiConfig;
 pub use history::HistoryConfig;
-pub use llm::{BudgetConfig, LlmConfig, Price, ProviderKind};
+pub use llm::{BudgetConfig, LlmConfig, MaxOutputTokens, Price, ProviderKind, StructuredOutput};
 pub use load::{LoadOptions, LoadedConfig, load, load_local};
 pub use overrides::{ACTION_INPUTS, Override};
 pub use planning::{

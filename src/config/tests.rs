@@ -71,7 +71,10 @@ fn other_defaults() {
     assert_eq!(c.llm.provider, ProviderKind::Auto);
     assert_eq!(c.llm.timeout_seconds, 120);
     assert_eq!(c.llm.max_retries, 4);
-    assert!(c.llm.structured_output);
+    assert_eq!(
+        c.llm.structured_output,
+        crate::config::StructuredOutput::Auto
+    );
     assert_eq!(c.tools.command_timeout_seconds, 300);
     assert_eq!(c.tools.output_cap_bytes, 65_536);
     assert_eq!(c.tools.read_cap_bytes, 262_144);

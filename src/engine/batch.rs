@@ -1,25 +1,26 @@
 //! The entries of one step, applied to a scratch copy of the state as they are made so the step
 //! sees its own effects, and appended together at the end of the step.
 
+use super::cycle::Clock;
 use crate::history::entry::{Entry, EntryBody, UsageTotals};
 use crate::history::{SCHEMA_VERSION, SessionState, apply};
-use crate::llm::TokenUsage;
-use chrono::{DateTime, Utc};
 
 pub struct Batch {
     pub state: SessionState,
     pub entries: Vec<Entry>,
     run_id: String,
-    now: DateTime<Utc>,
+    clock: Clock,
 }
 
 impl Batch {
-    pub fn new(state: &SessionState, run_id: &str, now: DateTime<Utc>) -> Self {
+    /// Entries are stamped by `clock` when they are pushed — when the thing they record happened,
+    /// not when the step started.
+    pub fn new(state: &SessionState, run_id: &str, clock: Clock) -> Self {
         Batch {
             state: state.clone(),
             entries: Vec::new(),
             run_id: run_id.to_string(),
-            now,
+            clock,
         }
     }
 
@@ -27,7 +28,7 @@ impl Batch {
         let entry = Entry {
             v: SCHEMA_VERSION,
             seq: self.state.last_seq + 1,
-            ts: self.now,
+            ts: (self.clock)(),
             run_id: self.run_id.clone(),
             body,
         };
@@ -35,23 +36,43 @@ impl Batch {
         self.entries.push(entry);
     }
 
-    /// Every LLM call's usage is recorded (SPEC F12 accounting).
-    pub fn usage(&mut self, calls: u32, usage: TokenUsage, cost_usd: f64) {
-        if calls == 0 {
+    /// Every LLM call's usage is recorded (SPEC F12 accounting), every HTTP attempt counted.
+    pub fn usage(&mut self, usage: UsageTotals) {
+        if usage.calls == 0 {
             return;
         }
-        self.push(EntryBody::Usage {
-            usage: UsageTotals {
-                calls: u64::from(calls),
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                cached_tokens: usage.cached_tokens,
-                cost_usd,
-            },
-        });
+        self.push(EntryBody::Usage { usage });
     }
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, TimeZone, Utc};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    #[test]
+    fn entries_are_stamped_when_pushed_not_when_the_step_started() {
+        let ticks = Arc::new(AtomicI64::new(0));
+        let seen = ticks.clone();
+        let start = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let clock: Clock =
+            Arc::new(move || start + Duration::seconds(seen.fetch_add(10, Ordering::SeqCst)));
+        let mut batch = Batch::new(&SessionState::default(), "run-1", clock);
+        batch.usage(UsageTotals {
+            calls: 1,
+            ..UsageTotals::default()
+        });
+        batch.usage(UsageTotals {
+            calls: 2,
+            ..UsageTotals::default()
+        });
+        let stamps: Vec<_> = batch.entries.iter().map(|e| e.ts).collect();
+        assert_eq!(stamps, [start, start + Duration::seconds(10)]);
     }
 }

@@ -103,6 +103,14 @@ pub fn state_label(s: TaskState) -> &'static str {
     }
 }
 
+/// The tool named in prompt examples: `read_file` when there is one, else the first tool.
+pub fn example_tool(tools: &ToolRegistry) -> String {
+    if tools.contains("read_file") {
+        return "read_file".into();
+    }
+    tools.names().next().unwrap_or("read_file").to_string()
+}
+
 pub fn available_tools(tools: &ToolRegistry) -> String {
     let specs = tools.specs();
     if specs.is_empty() {

@@ -88,14 +88,20 @@ impl Cx<'_> {
         &self.deps.config
     }
 
+    /// Fills a template; `{example_tool}` is always a real tool of this run, because a small
+    /// model copies example values literally.
     pub fn render(&self, name: &str, values: &[(&str, &str)]) -> Result<String, CycleError> {
-        Ok(self.deps.prompts.render(name, values)?)
+        let example = super::context::example_tool(&self.deps.tools);
+        let mut all = values.to_vec();
+        all.push(("example_tool", &example));
+        Ok(self.deps.prompts.render(name, &all)?)
     }
 
     pub fn request(&self, purpose: &str, prompt: String) -> Result<ChatRequest, CycleError> {
         Ok(ChatRequest {
             system: super::context::system_prompt(&self.deps.prompts, &self.deps.config)?,
             messages: vec![Message::user(prompt)],
+            max_tokens: Some(self.cfg().llm.max_output_tokens.for_purpose(purpose)),
             purpose: purpose.to_string(),
             ..ChatRequest::default()
         })
@@ -110,13 +116,13 @@ impl Cx<'_> {
         prompt: String,
     ) -> Result<Result<T, StructuredFailure>, CycleError> {
         let request = self.request(purpose, prompt)?;
-        let reply = ask_json::<T>(
-            self.deps.llm.as_ref(),
-            request,
-            &StructuredOptions::default(),
-        )
-        .await?;
-        batch.usage(reply.calls, reply.usage, reply.cost_usd);
+        let opts = StructuredOptions {
+            output_ceiling: self.cfg().llm.max_output_tokens.ceiling,
+            tool_names: self.deps.tools.names().map(str::to_string).collect(),
+            ..StructuredOptions::default()
+        };
+        let reply = ask_json::<T>(self.deps.llm.as_ref(), request, &opts).await?;
+        batch.usage(reply.totals());
         Ok(reply.value)
     }
 }
@@ -178,7 +184,7 @@ async fn drive(
 ) -> Result<RunStatus, CycleError> {
     let deps = cx.deps;
     if !resuming {
-        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         batch.push(EntryBody::RunStarted {
             request: deps.request.clone(),
         });
@@ -194,7 +200,7 @@ async fn drive(
         if let Step::Finish(status) = step {
             return Ok(status);
         }
-        let mut batch = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         let effects = match phases::perform(cx, &mut batch, &step).await {
             Ok(effects) => effects,
             Err(CycleError::Llm(LlmError::BudgetExhausted(why))) => {
@@ -236,7 +242,7 @@ async fn commit(
         && let Some(id) = deps.reporter.progress(state).await
         && state.checklist_comment_id.as_deref() != Some(id.as_str())
     {
-        let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+        let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
         b.push(EntryBody::Checklist { comment_id: id });
         deps.store.append(&b.entries).await?;
         *state = b.state;
@@ -266,7 +272,7 @@ fn progress_key(state: &SessionState) -> String {
 
 /// A step cut short by the budget: its LLM usage is still recorded, nothing else.
 async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Result<(), CycleError> {
-    let mut kept = Batch::new(state, &cx.deps.run_id, (cx.deps.clock)());
+    let mut kept = Batch::new(state, &cx.deps.run_id, cx.deps.clock.clone());
     for e in batch.entries {
         if let EntryBody::Usage { .. } = e.body {
             kept.push(e.body);
@@ -277,29 +283,29 @@ async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Resu
     Ok(())
 }
 
+/// Attempts the metered LLM made that no step recorded (calls that ended in an error, a step
+/// cut short): all of them wasted, and all of them counted.
+fn unrecorded_usage(deps: &CycleDeps, recorded: &UsageTotals) -> Option<UsageTotals> {
+    let metered = deps.llm.metered_usage()?;
+    let mut missing = metered.since(recorded);
+    missing.wasted_calls = missing.calls;
+    missing.wasted_ms = missing.wall_ms;
+    (missing.calls > 0).then_some(missing)
+}
+
 async fn finish(
     deps: &CycleDeps,
     state: &mut SessionState,
     status: RunStatus,
     usage_at_start: UsageTotals,
 ) -> Result<(), CycleError> {
-    let usage = UsageTotals {
-        calls: state.usage.calls.saturating_sub(usage_at_start.calls),
-        prompt_tokens: state
-            .usage
-            .prompt_tokens
-            .saturating_sub(usage_at_start.prompt_tokens),
-        completion_tokens: state
-            .usage
-            .completion_tokens
-            .saturating_sub(usage_at_start.completion_tokens),
-        cached_tokens: state
-            .usage
-            .cached_tokens
-            .saturating_sub(usage_at_start.cached_tokens),
-        cost_usd: (state.usage.cost_usd - usage_at_start.cost_usd).max(0.0),
-    };
-    let mut b = Batch::new(state, &deps.run_id, (deps.clock)());
+    let mut usage = state.usage.since(&usage_at_start);
+    let unrecorded = unrecorded_usage(deps, &usage);
+    let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
+    if let Some(unrecorded) = unrecorded {
+        usage.add(&unrecorded);
+        b.usage(unrecorded);
+    }
     b.push(EntryBody::RunFinished {
         status,
         usage,

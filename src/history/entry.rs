@@ -167,6 +167,51 @@ pub struct UsageTotals {
     pub cached_tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Wall time of every HTTP attempt, in milliseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wall_ms: u64,
+    /// Attempts whose reply was thrown away (time-outs, errors, retries, cut-off or unusable
+    /// replies), and their wall time: counted in `calls` and `wall_ms` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wasted_calls: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wasted_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl UsageTotals {
+    /// Adds `other`, saturating rather than wrapping.
+    pub fn add(&mut self, other: &UsageTotals) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.cost_usd += other.cost_usd;
+        self.wall_ms = self.wall_ms.saturating_add(other.wall_ms);
+        self.wasted_calls = self.wasted_calls.saturating_add(other.wasted_calls);
+        self.wasted_ms = self.wasted_ms.saturating_add(other.wasted_ms);
+    }
+
+    /// What `self` has beyond `earlier` (never negative).
+    pub fn since(&self, earlier: &UsageTotals) -> UsageTotals {
+        UsageTotals {
+            calls: self.calls.saturating_sub(earlier.calls),
+            prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_sub(earlier.completion_tokens),
+            cached_tokens: self.cached_tokens.saturating_sub(earlier.cached_tokens),
+            cost_usd: (self.cost_usd - earlier.cost_usd).max(0.0),
+            wall_ms: self.wall_ms.saturating_sub(earlier.wall_ms),
+            wasted_calls: self.wasted_calls.saturating_sub(earlier.wasted_calls),
+            wasted_ms: self.wasted_ms.saturating_sub(earlier.wasted_ms),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -409,13 +409,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id.clone()),
         // Read by the forge tools from the entries themselves; the plan state is unchanged.
         EntryBody::Effect { .. } => {}
-        EntryBody::Usage { usage } => {
-            s.usage.calls += usage.calls;
-            s.usage.prompt_tokens += usage.prompt_tokens;
-            s.usage.completion_tokens += usage.completion_tokens;
-            s.usage.cached_tokens += usage.cached_tokens;
-            s.usage.cost_usd += usage.cost_usd;
-        }
+        EntryBody::Usage { usage } => s.usage.add(usage),
         EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),
         EntryBody::RunFinished { status, .. } => {
             s.last_status = Some(*status);

@@ -95,7 +95,7 @@ pub fn stats(entries: &[Entry], corrupt_lines: usize) -> HistoryStats {
                     s.runs_completed += 1;
                 }
                 *s.runs_by_status.entry(status_name(*status)).or_default() += 1;
-                add_usage(&mut run_usage, usage);
+                run_usage.add(usage);
             }
             EntryBody::ReplanDecision(d) => {
                 s.decisions += 1;
@@ -154,14 +154,6 @@ pub fn stats(entries: &[Entry], corrupt_lines: usize) -> HistoryStats {
     }
     s.task_success_rate = ratio(s.tasks_done, s.tasks_total);
     s
-}
-
-fn add_usage(total: &mut UsageTotals, u: &UsageTotals) {
-    total.calls += u.calls;
-    total.prompt_tokens += u.prompt_tokens;
-    total.completion_tokens += u.completion_tokens;
-    total.cached_tokens += u.cached_tokens;
-    total.cost_usd += u.cost_usd;
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {

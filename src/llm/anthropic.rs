@@ -14,11 +14,13 @@ use super::openai::header_map;
 use super::types::{
     ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, TokenUsage, ToolCall,
 };
+use crate::config::StructuredOutput;
 
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// Anthropic requires `max_tokens`; used when the request sets none.
-const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// Anthropic requires `max_tokens`; used when the request sets none (the budget wrapper sets one
+/// per purpose from `llm.max_output_tokens`).
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 #[derive(Clone)]
 pub struct AnthropicSettings {
@@ -29,6 +31,11 @@ pub struct AnthropicSettings {
     pub headers: BTreeMap<String, String>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    /// `tool` and `auto` force a call of a tool whose input is the reply; the Messages format
+    /// has no `response_format`, so `json_schema`, `json_object` and `prompt` leave the schema to
+    /// the prompt and read the JSON out of the text.
+    pub structured_output: StructuredOutput,
+    pub max_reply_bytes: u64,
 }
 
 impl std::fmt::Debug for AnthropicSettings {
@@ -46,6 +53,7 @@ pub struct Anthropic {
     model: String,
     http: HttpClient,
     headers: HeaderMap,
+    forced_tool: bool,
 }
 
 pub fn messages_url(base: &str) -> String {
@@ -70,12 +78,17 @@ impl Anthropic {
             settings.timeout,
             settings.retry,
             vec![settings.api_key.clone()],
-        )?;
+        )?
+        .with_reply_cap(settings.max_reply_bytes);
         Ok(Anthropic {
             url: messages_url(&settings.base_url),
             model: settings.model,
             http,
             headers,
+            forced_tool: matches!(
+                settings.structured_output,
+                StructuredOutput::Tool | StructuredOutput::Auto
+            ),
         })
     }
 
@@ -102,7 +115,7 @@ impl Anthropic {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
             .collect();
-        if let Some(schema) = &request.response_schema {
+        if let Some(schema) = self.forced_schema(request) {
             tools.push(json!({
                 "name": schema.name,
                 "description": "Give your reply by calling this tool; its input is the reply.",
@@ -120,6 +133,13 @@ impl Anthropic {
             body.insert("temperature".into(), json!(t));
         }
         Value::Object(body)
+    }
+
+    fn forced_schema<'a>(&self, request: &'a ChatRequest) -> Option<&'a super::ResponseSchema> {
+        request
+            .response_schema
+            .as_ref()
+            .filter(|_| self.forced_tool)
     }
 }
 
@@ -265,6 +285,7 @@ pub fn parse_message(
             .unwrap_or(fallback_model)
             .to_string(),
         cost_usd: 0.0,
+        attempts: Default::default(),
     })
 }
 
@@ -280,7 +301,7 @@ impl Llm for Anthropic {
             .http
             .post_json(&self.url, &self.headers, &body, &request.purpose)
             .await?;
-        let forced = request.response_schema.as_ref().map(|s| s.name.as_str());
+        let forced = self.forced_schema(request).map(|s| s.name.as_str());
         parse_message(&reply, forced, &self.model)
     }
 }
@@ -298,6 +319,8 @@ mod tests {
             headers: BTreeMap::new(),
             timeout: Duration::from_secs(1),
             retry: RetryPolicy::new(0),
+            structured_output: StructuredOutput::Auto,
+            max_reply_bytes: 1024,
         })
         .unwrap()
     }
@@ -349,7 +372,7 @@ mod tests {
             body["system"][0]["cache_control"],
             json!({"type": "ephemeral"})
         );
-        assert_eq!(body["max_tokens"], 8192);
+        assert_eq!(body["max_tokens"], 4096);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(

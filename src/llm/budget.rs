@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::Llm;
+use super::meter::{Attempts, metered};
 use super::types::{ChatRequest, ChatResponse, LlmError, TokenUsage};
-use crate::config::{BudgetConfig, LlmConfig, Price};
+use crate::config::{BudgetConfig, LlmConfig, MaxOutputTokens, Price};
 use crate::history::entry::UsageTotals;
 
 pub struct Budgeted {
     inner: Box<dyn Llm>,
     limits: BudgetConfig,
+    max_output_tokens: MaxOutputTokens,
     prices: BTreeMap<String, Price>,
     configured_model: Option<String>,
     started: Instant,
@@ -49,7 +51,18 @@ pub fn usage_totals(usage: &TokenUsage, cost_usd: f64, calls: u64) -> UsageTotal
         completion_tokens: usage.completion_tokens,
         cached_tokens: usage.cached_tokens,
         cost_usd,
+        ..UsageTotals::default()
     }
+}
+
+/// `attempts` added to `totals` (the history records calls as u64).
+pub fn add_attempts(totals: &mut UsageTotals, attempts: &Attempts) {
+    totals.calls = totals.calls.saturating_add(u64::from(attempts.calls));
+    totals.wall_ms = totals.wall_ms.saturating_add(attempts.wall_ms);
+    totals.wasted_calls = totals
+        .wasted_calls
+        .saturating_add(u64::from(attempts.wasted_calls));
+    totals.wasted_ms = totals.wasted_ms.saturating_add(attempts.wasted_ms);
 }
 
 impl Budgeted {
@@ -58,6 +71,7 @@ impl Budgeted {
         Budgeted {
             inner,
             limits: cfg.budget.clone(),
+            max_output_tokens: cfg.max_output_tokens,
             prices: cfg.prices.clone(),
             configured_model: cfg.model.clone(),
             started: Instant::now(),
@@ -66,7 +80,7 @@ impl Budgeted {
         }
     }
 
-    /// Totals of every successful call so far.
+    /// Totals of every HTTP attempt so far, failed and retried ones included.
     pub fn usage(&self) -> UsageTotals {
         *self.totals.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -138,42 +152,75 @@ impl Llm for Budgeted {
             tracing::warn!(purpose = %request.purpose, limit = %which, "LLM budget exhausted; refusing the call");
             return Err(LlmError::BudgetExhausted(which));
         }
+        // Every request is bounded: runaway generations are what made weak models time out.
+        let bounded;
+        let request = if request.max_tokens.is_some() {
+            request
+        } else {
+            let mut with_limit = request.clone();
+            with_limit.max_tokens = Some(self.max_output_tokens.for_purpose(&request.purpose));
+            bounded = with_limit;
+            &bounded
+        };
+        let started = Instant::now();
         let call = self.inner.chat(request);
-        let mut response = match self.limits.max_wall_seconds {
-            Some(max) => {
-                let remaining = Duration::from_secs(max).saturating_sub(self.elapsed());
-                match tokio::time::timeout(remaining, call).await {
-                    Ok(result) => result?,
-                    Err(_) => {
-                        let which =
-                            format!("llm.budget.max_wall_seconds {max} reached during a call");
-                        tracing::warn!(purpose = %request.purpose, limit = %which, "LLM budget exhausted");
-                        return Err(LlmError::BudgetExhausted(which));
-                    }
+        let limited = async {
+            match self.limits.max_wall_seconds {
+                Some(max) => {
+                    let remaining = Duration::from_secs(max).saturating_sub(self.elapsed());
+                    tokio::time::timeout(remaining, call).await.map_err(|_| {
+                        LlmError::BudgetExhausted(format!(
+                            "llm.budget.max_wall_seconds {max} reached during a call"
+                        ))
+                    })
                 }
+                None => Ok(call.await),
             }
-            None => call.await?,
+        };
+        let (outcome, mut attempts) = metered(limited).await;
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // A provider without HTTP (scripted), or an attempt the wall-time budget cut short, still
+        // took a call and its time.
+        if attempts.calls == 0 || outcome.is_err() {
+            attempts.add(&Attempts {
+                calls: 1,
+                wall_ms: elapsed.saturating_sub(attempts.wall_ms),
+                ..Attempts::default()
+            });
+        }
+        let result = outcome.and_then(|inner| inner);
+        let mut response = match result {
+            Ok(response) => response,
+            Err(error) => {
+                let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+                add_attempts(&mut totals, &attempts.all_wasted());
+                tracing::warn!(purpose = %request.purpose, calls = attempts.calls,
+                    wall_ms = attempts.wall_ms, %error, "LLM call failed; its attempts are counted");
+                return Err(error);
+            }
         };
         let cost = self
             .price(&response.model)
             .map(|p| cost_usd(&p, &response.usage))
             .unwrap_or(0.0);
         response.cost_usd = cost;
+        response.attempts = attempts;
         let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-        totals.calls += 1;
-        totals.prompt_tokens += response.usage.prompt_tokens;
-        totals.completion_tokens += response.usage.completion_tokens;
-        totals.cached_tokens += response.usage.cached_tokens;
-        totals.cost_usd += cost;
+        totals.add(&response.totals());
         tracing::debug!(
             purpose = %request.purpose,
             model = %response.model,
+            attempts = attempts.calls,
             prompt_tokens = response.usage.prompt_tokens,
             completion_tokens = response.usage.completion_tokens,
             cost_usd = cost,
             "LLM call accounted"
         );
         Ok(response)
+    }
+
+    fn metered_usage(&self) -> Option<UsageTotals> {
+        Some(self.usage())
     }
 }
 

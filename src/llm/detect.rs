@@ -151,6 +151,7 @@ pub fn create_provider(
             structured_output: cfg.structured_output,
             timeout,
             retry,
+            max_reply_bytes: cfg.max_reply_bytes,
         };
         OpenAiCompatible::new(settings).map(|p| Box::new(p) as Box<dyn Llm>)
     };
@@ -184,6 +185,8 @@ pub fn create_provider(
                 headers: cfg.headers.clone(),
                 timeout,
                 retry,
+                structured_output: cfg.structured_output,
+                max_reply_bytes: cfg.max_reply_bytes,
             })?)
         }
         ProviderKind::Openai => {
@@ -247,6 +250,7 @@ pub fn create_provider(
                 structured_output: cfg.structured_output,
                 timeout,
                 retry,
+                max_reply_bytes: cfg.max_reply_bytes,
             };
             Box::new(OpenAiCompatible::new(settings)?)
         }

@@ -9,6 +9,7 @@ use regex::Regex;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+use super::meter::record_attempt;
 use super::types::LlmError;
 
 /// How long error bodies may be inside an error message.
@@ -81,11 +82,15 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
+/// Default cap on a reply body (`llm.max_reply_bytes`).
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 10 * 1024 * 1024;
+
 pub struct HttpClient {
     client: reqwest::Client,
     timeout: Duration,
     retry: RetryPolicy,
     secrets: Vec<String>,
+    max_reply_bytes: u64,
 }
 
 enum Attempt {
@@ -106,7 +111,14 @@ impl HttpClient {
             timeout,
             retry,
             secrets,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
         })
+    }
+
+    /// Refuse reply bodies longer than `bytes` (read in chunks, never whole).
+    pub fn with_reply_cap(mut self, bytes: u64) -> Self {
+        self.max_reply_bytes = bytes.max(1);
+        self
     }
 
     pub fn redact(&self, text: &str) -> String {
@@ -128,6 +140,7 @@ impl HttpClient {
         loop {
             let started = Instant::now();
             let attempt = self.attempt(url, headers, body).await;
+            record_attempt(started.elapsed(), !matches!(attempt, Attempt::Done(_)));
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let (error, retry_after) = match attempt {
                 Attempt::Done(value) => {
@@ -182,11 +195,9 @@ impl HttpClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let text = match response.text().await {
+        let text = match self.read_capped(response).await {
             Ok(text) => text,
-            Err(e) => {
-                return Attempt::Retry(self.transport_error(&e, "reading the reply"), None);
-            }
+            Err(attempt) => return attempt,
         };
         if status.is_success() {
             return match serde_json::from_str::<Value>(&text) {
@@ -218,6 +229,40 @@ impl HttpClient {
         } else {
             Attempt::Fail(error)
         }
+    }
+
+    /// The body as text, read chunk by chunk and refused once it passes the cap, so a runaway
+    /// reply never sits whole in memory.
+    async fn read_capped(&self, mut response: reqwest::Response) -> Result<String, Attempt> {
+        let cap = self.max_reply_bytes;
+        let too_large = || {
+            Attempt::Fail(LlmError::BadReply(format!(
+                "the reply is too large: more than {cap} bytes (llm.max_reply_bytes); \
+                 lower the output limit (llm.max_output_tokens) or raise llm.max_reply_bytes"
+            )))
+        };
+        if response.content_length().is_some_and(|length| length > cap) {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if (bytes.len() + chunk.len()) as u64 > cap {
+                        return Err(too_large());
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(Attempt::Retry(
+                        self.transport_error(&e, "reading the reply"),
+                        None,
+                    ));
+                }
+            }
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn transport_error(&self, error: &reqwest::Error, doing: &str) -> LlmError {

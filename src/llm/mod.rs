@@ -4,6 +4,7 @@ pub mod anthropic;
 pub mod budget;
 pub mod detect;
 pub mod http;
+pub mod meter;
 pub mod openai;
 pub mod scenario;
 pub mod scripted;
@@ -27,4 +28,10 @@ pub trait Llm: Send + Sync {
     fn describe(&self) -> String;
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// Usage of every HTTP attempt so far, for wrappers that meter them (the budget); the run
+    /// records what its per-step entries missed (calls that ended in an error).
+    fn metered_usage(&self) -> Option<crate::history::entry::UsageTotals> {
+        None
+    }
 }

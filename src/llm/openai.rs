@@ -3,6 +3,7 @@
 //! fields out or invent enum values still work.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use super::http::{HttpClient, RetryPolicy};
 use super::types::{
     ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, TokenUsage, ToolCall,
 };
+use crate::config::StructuredOutput;
 
 /// How the key is sent.
 #[derive(Clone)]
@@ -58,17 +60,22 @@ pub struct OpenAiSettings {
     pub model: Option<String>,
     pub auth: Auth,
     pub headers: BTreeMap<String, String>,
-    pub structured_output: bool,
+    pub structured_output: StructuredOutput,
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    pub max_reply_bytes: u64,
 }
 
 pub struct OpenAiCompatible {
     settings: OpenAiSettings,
     http: HttpClient,
     headers: HeaderMap,
-    /// Cleared after a server refused `response_format`, so later calls do not trip on it again.
-    send_response_format: AtomicBool,
+    /// How structured replies are asked for; `auto` becomes `json_schema` and falls back to
+    /// `prompt` the first time the server refuses `response_format`, once per run.
+    mode: Mutex<StructuredOutput>,
+    /// Set once the server asked for `max_completion_tokens` instead of `max_tokens` (OpenAI's
+    /// reasoning models), so the limit is still sent.
+    completion_tokens_field: AtomicBool,
 }
 
 /// Builds request headers; the key value is marked sensitive so it never shows in debug output.
@@ -124,16 +131,22 @@ impl OpenAiCompatible {
             Auth::Header { name, key } => secret_headers.push((name.as_str(), key.as_str())),
         }
         let headers = header_map(&settings.headers, &secret_headers)?;
-        let http = HttpClient::new(settings.timeout, settings.retry, secrets)?;
+        let http = HttpClient::new(settings.timeout, settings.retry, secrets)?
+            .with_reply_cap(settings.max_reply_bytes);
         Ok(OpenAiCompatible {
+            mode: Mutex::new(settings.structured_output),
             settings,
             http,
             headers,
-            send_response_format: AtomicBool::new(true),
+            completion_tokens_field: AtomicBool::new(false),
         })
     }
 
-    fn body(&self, request: &ChatRequest, with_response_format: bool) -> Value {
+    fn mode(&self) -> StructuredOutput {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn body(&self, request: &ChatRequest, mode: StructuredOutput) -> Value {
         let mut body = Map::new();
         if let Some(model) = &self.settings.model {
             body.insert("model".into(), json!(model));
@@ -144,29 +157,51 @@ impl OpenAiCompatible {
         }
         messages.extend(request.messages.iter().map(wire_message));
         body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
-                })
-                .collect();
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
+            })
+            .collect();
+        let schema = request.response_schema.as_ref();
+        if let (StructuredOutput::Tool, Some(schema)) = (mode, schema) {
+            tools.push(json!({"type": "function", "function": {
+                "name": schema.name,
+                "description": "Give your reply by calling this function; its arguments are the reply.",
+                "parameters": schema.schema}}));
+            body.insert(
+                "tool_choice".into(),
+                json!({"type": "function", "function": {"name": schema.name}}),
+            );
+        }
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(max) = request.max_tokens {
-            body.insert("max_tokens".into(), json!(max));
+            let field = if self.completion_tokens_field.load(Ordering::Relaxed) {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body.insert(field.into(), json!(max));
         }
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        if with_response_format && let Some(schema) = &request.response_schema {
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": {
-                    "name": schema.name, "schema": schema.schema, "strict": false}}),
-            );
+        match (mode, schema) {
+            (StructuredOutput::JsonSchema | StructuredOutput::Auto, Some(schema)) => {
+                body.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": {
+                        "name": schema.name, "schema": schema.schema, "strict": false}}),
+                );
+            }
+            (StructuredOutput::JsonObject, Some(_)) => {
+                body.insert("response_format".into(), json!({"type": "json_object"}));
+            }
+            _ => {}
         }
         Value::Object(body)
     }
@@ -330,6 +365,7 @@ pub fn parse_chat_completion(body: &Value, fallback_model: &str) -> Result<ChatR
         finish_reason,
         model,
         cost_usd: 0.0,
+        attempts: Default::default(),
     })
 }
 
@@ -341,6 +377,11 @@ fn refuses_response_format(error: &LlmError) -> bool {
         }
         _ => false,
     }
+}
+
+fn wants_completion_tokens(error: &LlmError) -> bool {
+    matches!(error, LlmError::Http { status: 400, message }
+        if message.contains("max_tokens") && message.contains("max_completion_tokens"))
 }
 
 #[async_trait]
@@ -357,32 +398,73 @@ impl Llm for OpenAiCompatible {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let structured = self.settings.structured_output
-            && request.response_schema.is_some()
-            && self.send_response_format.load(Ordering::Relaxed);
-        let body = self.body(request, structured);
+        let mode = self.mode();
+        let body = self.body(request, mode);
         let result = self
             .http
             .post_json(&self.settings.url, &self.headers, &body, &request.purpose)
             .await;
         let reply = match result {
-            Err(error) if structured && refuses_response_format(&error) => {
+            Err(error)
+                if mode == StructuredOutput::Auto
+                    && request.response_schema.is_some()
+                    && refuses_response_format(&error) =>
+            {
                 tracing::warn!(purpose = %request.purpose, %error,
-                    "the server refused response_format; asking without it from now on");
-                self.send_response_format.store(false, Ordering::Relaxed);
-                let body = self.body(request, false);
+                    "structured output: the server refused response_format; using `prompt` for the rest of the run");
+                *self.mode.lock().unwrap_or_else(|e| e.into_inner()) = StructuredOutput::Prompt;
+                let body = self.body(request, StructuredOutput::Prompt);
+                self.http
+                    .post_json(&self.settings.url, &self.headers, &body, &request.purpose)
+                    .await?
+            }
+            Err(error) if wants_completion_tokens(&error) && request.max_tokens.is_some() => {
+                tracing::info!(purpose = %request.purpose,
+                    "the server wants max_completion_tokens instead of max_tokens; sending that from now on");
+                self.completion_tokens_field.store(true, Ordering::Relaxed);
+                let body = self.body(request, mode);
                 self.http
                     .post_json(&self.settings.url, &self.headers, &body, &request.purpose)
                     .await?
             }
             other => other?,
         };
+        if mode == StructuredOutput::Auto && request.response_schema.is_some() {
+            // The probe succeeded: keep json_schema without probing again.
+            let mut current = self.mode.lock().unwrap_or_else(|e| e.into_inner());
+            if *current == StructuredOutput::Auto {
+                tracing::info!(
+                    "structured output: the server accepts response_format json_schema; using it for this run"
+                );
+                *current = StructuredOutput::JsonSchema;
+            }
+        }
         let fallback_model = self
             .settings
             .model
             .as_deref()
             .unwrap_or(&self.settings.label);
-        parse_chat_completion(&reply, fallback_model)
+        let mut response = parse_chat_completion(&reply, fallback_model)?;
+        if mode == StructuredOutput::Tool
+            && let Some(schema) = &request.response_schema
+        {
+            take_structured_call(&mut response, &schema.name);
+        }
+        Ok(response)
+    }
+}
+
+/// In `tool` mode the reply is the arguments of the forced call: hand them over as the text.
+fn take_structured_call(response: &mut ChatResponse, name: &str) {
+    if let Some(index) = response.tool_calls.iter().position(|c| c.name == name) {
+        let call = response.tool_calls.remove(index);
+        response.text = Some(match call.arguments {
+            Value::String(raw) => raw,
+            other => other.to_string(),
+        });
+        if response.finish_reason == FinishReason::ToolCalls {
+            response.finish_reason = FinishReason::Stop;
+        }
     }
 }
 
@@ -461,9 +543,10 @@ mod tests {
             model: Some("gpt-4o".into()),
             auth: Auth::Bearer("k".into()),
             headers: BTreeMap::new(),
-            structured_output: true,
+            structured_output: StructuredOutput::Auto,
             timeout: Duration::from_secs(1),
             retry: RetryPolicy::new(0),
+            max_reply_bytes: 1024,
         })
         .unwrap();
         let mut assistant = Message::assistant("");
@@ -490,7 +573,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let body = llm.body(&request, true);
+        let body = llm.body(&request, StructuredOutput::JsonSchema);
         assert_eq!(body["model"], "gpt-4o");
         assert_eq!(
             body["messages"][0],
@@ -511,6 +594,18 @@ mod tests {
         );
         assert_eq!(body["response_format"]["json_schema"]["name"], "R");
         assert_eq!(body["response_format"]["json_schema"]["strict"], false);
-        assert!(llm.body(&request, false).get("response_format").is_none());
+        assert!(
+            llm.body(&request, StructuredOutput::Prompt)
+                .get("response_format")
+                .is_none()
+        );
+        assert_eq!(
+            llm.body(&request, StructuredOutput::JsonObject)["response_format"],
+            json!({"type": "json_object"})
+        );
+        let forced = llm.body(&request, StructuredOutput::Tool);
+        assert!(forced.get("response_format").is_none());
+        assert_eq!(forced["tool_choice"]["function"]["name"], "R");
+        assert_eq!(forced["tools"][1]["function"]["name"], "R");
     }
 }

@@ -115,6 +115,12 @@ pub struct Fault {
     /// How many requests get the fault before the step answers normally.
     #[serde(default = "one")]
     pub times: u32,
+    /// Body size of a `huge` fault.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Send a `huge` body with chunked transfer encoding (no `Content-Length`).
+    #[serde(default)]
+    pub chunked: bool,
 }
 
 fn one() -> u32 {
@@ -134,11 +140,21 @@ pub enum FaultKind {
     Prose,
     /// Answers with valid JSON of the wrong shape.
     WrongShape,
+    /// Answers with the start of a JSON document cut off at the output limit
+    /// (`finish_reason: length`, `stop_reason: max_tokens`).
+    CutOff,
+    /// Answers with a body of `bytes` bytes (default 50 MB), optionally chunked.
+    Huge,
 }
 
 /// The prose a `prose` fault answers with.
 pub const PROSE_REPLY: &str =
     "Sure! I looked at the issue carefully and I think the plan is fine as it is.";
+/// The text a `cut_off` fault answers with: JSON that stops mid-string.
+pub const CUT_OFF_REPLY: &str =
+    r#"{"should_replan": false, "reasoning": "The plan looks fine because the first"#;
+/// Body size of a `huge` fault without `bytes`.
+pub const HUGE_REPLY_BYTES: u64 = 50 * 1024 * 1024;
 /// The JSON a `wrong_shape` fault answers with.
 pub const WRONG_SHAPE_REPLY: &str = r#"{"unexpected": "shape", "items": [1, 2, 3]}"#;
 

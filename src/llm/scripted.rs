@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use super::Llm;
 use super::scenario::{
-    FaultKind, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer, Subject, WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer, Subject,
+    WRONG_SHAPE_REPLY,
 };
 use super::types::{ChatRequest, ChatResponse, FinishReason, LlmError, TokenUsage, ToolCall};
 
@@ -74,6 +75,7 @@ impl Llm for ScriptedLlm {
             texts: &texts,
         })?;
         let prompt_estimate = texts.iter().map(|t| estimate_tokens(t)).sum::<u64>();
+        let mut cut_off = false;
         let (text, tool_calls, usage) = match outcome {
             Outcome::Fault(fault) => match fault.kind {
                 FaultKind::Status => {
@@ -91,6 +93,15 @@ impl Llm for ScriptedLlm {
                 }
                 FaultKind::Prose => (Some(PROSE_REPLY.to_string()), vec![], None),
                 FaultKind::WrongShape => (Some(WRONG_SHAPE_REPLY.to_string()), vec![], None),
+                FaultKind::CutOff => {
+                    cut_off = true;
+                    (Some(CUT_OFF_REPLY.to_string()), vec![], None)
+                }
+                FaultKind::Huge => {
+                    return Err(LlmError::BadReply(
+                        "scripted fault: the reply is too large".into(),
+                    ));
+                }
             },
             Outcome::Reply(step) => {
                 let calls = step
@@ -111,7 +122,9 @@ impl Llm for ScriptedLlm {
             completion_tokens: text.as_deref().map(estimate_tokens).unwrap_or(0),
             cached_tokens: 0,
         });
-        let finish_reason = if tool_calls.is_empty() {
+        let finish_reason = if cut_off {
+            FinishReason::Length
+        } else if tool_calls.is_empty() {
             FinishReason::Stop
         } else {
             FinishReason::ToolCalls
@@ -123,6 +136,7 @@ impl Llm for ScriptedLlm {
             finish_reason,
             model: "scripted".into(),
             cost_usd: 0.0,
+            attempts: Default::default(),
         })
     }
 }

@@ -8,9 +8,13 @@ use schemars::JsonSchema;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::Llm;
+use super::meter::Attempts;
 use super::types::{ChatRequest, FinishReason, LlmError, Message, ResponseSchema, TokenUsage};
 
 const REASK_PROMPT: &str = include_str!("../../prompts/structured_reask.md");
+const CUTOFF_PROMPT: &str = include_str!("../../prompts/structured_cutoff.md");
+/// Largest output limit a cut-off re-ask may raise to when the caller sets no ceiling.
+pub const DEFAULT_OUTPUT_CEILING: u32 = 4096;
 
 /// How many `{` starts the balanced-object scan tries before giving up, so a huge reply full of
 /// braces cannot make extraction quadratic.
@@ -24,6 +28,13 @@ pub struct StructuredOptions {
     pub schema_name: Option<String>,
     /// Template of the re-ask message with `{error}` and `{schema}` placeholders.
     pub reask_prompt: String,
+    /// The re-ask after a reply cut off at the output limit (no placeholders).
+    pub cutoff_prompt: String,
+    /// Highest output limit a cut-off re-ask may ask for (`llm.max_output_tokens.ceiling`).
+    pub output_ceiling: u32,
+    /// The tools of this run: every `tool` string field of the schema becomes an enum of them,
+    /// so a constrained server cannot invent one and a weak model sees the real names.
+    pub tool_names: Vec<String>,
 }
 
 impl Default for StructuredOptions {
@@ -32,6 +43,9 @@ impl Default for StructuredOptions {
             reask: true,
             schema_name: None,
             reask_prompt: REASK_PROMPT.to_string(),
+            cutoff_prompt: CUTOFF_PROMPT.to_string(),
+            output_ceiling: DEFAULT_OUTPUT_CEILING,
+            tool_names: Vec::new(),
         }
     }
 }
@@ -56,14 +70,19 @@ pub struct StructuredReply<T> {
     /// Usage of every call made, the re-ask included.
     pub usage: TokenUsage,
     pub cost_usd: f64,
+    /// HTTP attempts the server saw (retries and re-asks included).
     pub calls: u32,
+    /// Those attempts' wall time, and which of them were thrown away.
+    pub attempts: Attempts,
     pub reasked: bool,
 }
 
 impl<T> StructuredReply<T> {
     /// Usage of every call this reply took, for the history entry.
     pub fn totals(&self) -> crate::history::entry::UsageTotals {
-        super::budget::usage_totals(&self.usage, self.cost_usd, u64::from(self.calls))
+        let mut totals = super::budget::usage_totals(&self.usage, self.cost_usd, 0);
+        super::budget::add_attempts(&mut totals, &self.attempts);
+        totals
     }
 }
 
@@ -79,6 +98,61 @@ pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
         name: sanitize_schema_name(&T::schema_name()),
         schema: value,
     }
+}
+
+/// Tightens a generated schema with what the type cannot say: `tool` fields name one of
+/// `tool_names`, `confidence` fields lie in 0..1.
+pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    let Value::Object(property) = property else {
+                        continue;
+                    };
+                    let kind = property.get("type").cloned().unwrap_or(Value::Null);
+                    let is = |t: &str| {
+                        kind == t || kind.as_array().is_some_and(|a| a.iter().any(|k| k == t))
+                    };
+                    if name == "tool" && is("string") && !tool_names.is_empty() {
+                        let mut allowed: Vec<Value> =
+                            tool_names.iter().map(|n| Value::from(n.as_str())).collect();
+                        if is("null") {
+                            allowed.push(Value::Null);
+                        }
+                        property.insert("enum".into(), Value::Array(allowed));
+                    }
+                    if name == "confidence" && is("number") {
+                        property.insert("minimum".into(), serde_json::json!(0.0));
+                        property.insert("maximum".into(), serde_json::json!(1.0));
+                    }
+                }
+            }
+            for value in map.values_mut() {
+                constrain_schema(value, tool_names);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| constrain_schema(item, tool_names)),
+        _ => {}
+    }
+}
+
+/// Longest raw reply kept for the history: a runaway reply must not become a huge history line
+/// that is re-uploaded on every append.
+pub const MAX_RAW_REPLY_CHARS: usize = 16 * 1024;
+
+fn capped_raw_reply(raw: String) -> String {
+    if raw.len() <= MAX_RAW_REPLY_CHARS {
+        return raw;
+    }
+    let mut end = MAX_RAW_REPLY_CHARS;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes not kept]", &raw[..end], raw.len() - end)
 }
 
 fn sanitize_schema_name(name: &str) -> String {
@@ -278,67 +352,102 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
     if let Some(name) = &opts.schema_name {
         schema.name = sanitize_schema_name(name);
     }
+    constrain_schema(&mut schema.schema, &opts.tool_names);
     request.response_schema = Some(schema.clone());
     let purpose = request.purpose.clone();
 
     let mut usage = TokenUsage::default();
     let mut cost_usd = 0.0;
-    let mut calls = 0u32;
+    let mut attempts = Attempts::default();
     let mut first_error: Option<String> = None;
+    let conversation = request.messages.len();
     loop {
         let response = llm.chat(&request).await?;
-        calls += 1;
-        usage.prompt_tokens += response.usage.prompt_tokens;
-        usage.completion_tokens += response.usage.completion_tokens;
-        usage.cached_tokens += response.usage.cached_tokens;
+        let mut these = response.attempts;
+        if these.calls == 0 {
+            // An unmetered provider: one call.
+            these.calls = 1;
+        }
+        usage.add(&response.usage);
         cost_usd += response.cost_usd;
         let raw = response.text.unwrap_or_default();
+        let cut_off = response.finish_reason == FinishReason::Length;
         let parsed = parse_reply::<T>(&raw).map_err(|e| {
-            if response.finish_reason == FinishReason::Length {
-                format!("{e} (the reply hit the token limit)")
+            if cut_off {
+                let limit = request
+                    .max_tokens
+                    .map(|n| format!(" of {n} tokens"))
+                    .unwrap_or_default();
+                format!("the reply was cut off at the output limit{limit}: {e}")
             } else {
                 e
             }
         });
-        match parsed {
+        let reply = |value, attempts: Attempts, reasked| StructuredReply {
+            value,
+            usage,
+            cost_usd,
+            calls: attempts.calls,
+            attempts,
+            reasked,
+        };
+        let error = match parsed {
             Ok(value) => {
-                tracing::debug!(purpose = %purpose, calls, "structured reply parsed and validated");
-                return Ok(StructuredReply {
-                    value: Ok(value),
-                    usage,
-                    cost_usd,
-                    calls,
-                    reasked: first_error.is_some(),
-                });
+                attempts.add(&these);
+                tracing::debug!(purpose = %purpose, calls = attempts.calls, "structured reply parsed and validated");
+                return Ok(reply(Ok(value), attempts, first_error.is_some()));
             }
-            Err(error) if opts.reask && first_error.is_none() => {
-                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; re-asking once with the error");
-                request.messages.push(Message::assistant(raw));
-                request.messages.push(Message::user(reask_message(
-                    &opts.reask_prompt,
-                    &error,
-                    &schema,
-                )));
-                first_error = Some(error);
-            }
-            Err(error) => {
-                let error = match &first_error {
-                    Some(first) => format!("{error} (after a re-ask; the first reply: {first})"),
-                    None => error,
-                };
-                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; the caller falls back");
-                return Ok(StructuredReply {
-                    value: Err(StructuredFailure {
-                        error,
-                        raw_reply: raw,
-                    }),
-                    usage,
-                    cost_usd,
-                    calls,
-                    reasked: first_error.is_some(),
-                });
-            }
+            Err(error) => error,
+        };
+        attempts.add(&these.all_wasted());
+        let raised = request
+            .max_tokens
+            .map(|limit| limit.saturating_mul(2).min(opts.output_ceiling))
+            .filter(|raised| request.max_tokens.is_some_and(|limit| *raised > limit));
+        let can_reask = opts.reask && first_error.is_none();
+        if can_reask
+            && cut_off
+            && let Some(raised) = raised
+        {
+            // Never the identical request again: a shorter instruction and a higher limit,
+            // without the cut-off text the model would only continue.
+            tracing::warn!(purpose = %purpose, %error, raised, "structured reply cut off; re-asking once, shorter, with a higher limit");
+            request.messages.truncate(conversation);
+            request
+                .messages
+                .push(Message::user(opts.cutoff_prompt.clone()));
+            request.max_tokens = Some(raised);
+            first_error = Some(error);
+            continue;
         }
+        if can_reask && !cut_off {
+            tracing::warn!(purpose = %purpose, %error, "structured reply unusable; re-asking once with the error");
+            request.messages.push(Message::assistant(raw));
+            request.messages.push(Message::user(reask_message(
+                &opts.reask_prompt,
+                &error,
+                &schema,
+            )));
+            first_error = Some(error);
+            continue;
+        }
+        let error = match &first_error {
+            Some(first) => format!("{error} (after a re-ask; the first reply: {first})"),
+            None if cut_off => format!(
+                "{error} (no room to raise the limit: the ceiling is {})",
+                opts.output_ceiling
+            ),
+            None => error,
+        };
+        tracing::warn!(purpose = %purpose, %error, "structured reply unusable; the caller falls back");
+        return Ok(reply(
+            Err(StructuredFailure {
+                error,
+                raw_reply: capped_raw_reply(raw),
+            }),
+            attempts,
+            first_error.is_some(),
+        ));
     }
 }
 
@@ -415,6 +524,54 @@ mod tests {
         assert!(e.contains("at `should_replan`"), "{e}");
         let e = parse_reply::<Decision>("{\"should_replan\": true}").unwrap_err();
         assert!(e.contains("missing field `confidence`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_shape_names_the_field_path_and_the_expected_type() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Plan {
+            task_decomposition: Decomposition,
+        }
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Decomposition {
+            subtasks: Vec<String>,
+        }
+        let e = parse_reply::<Plan>(
+            "Here it is: {\"task_decomposition\": {\"subtasks\": \"t1\"}} done",
+        )
+        .unwrap_err();
+        assert!(e.contains("at `task_decomposition.subtasks`"), "{e}");
+        assert!(e.contains("expected a sequence"), "{e}");
+    }
+
+    #[test]
+    fn the_schema_constrains_tools_to_the_run_and_confidence_to_0_1() {
+        #[derive(Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Action {
+            tool: Option<String>,
+            confidence: f64,
+        }
+        let mut schema = schema_for::<Action>().schema;
+        constrain_schema(&mut schema, &["read_file".to_string()]);
+        let properties = &schema["properties"];
+        assert_eq!(
+            properties["tool"]["enum"],
+            serde_json::json!(["read_file", null])
+        );
+        assert_eq!(properties["confidence"]["minimum"], 0.0);
+        assert_eq!(properties["confidence"]["maximum"], 1.0);
+    }
+
+    #[test]
+    fn a_runaway_raw_reply_is_capped_for_the_history() {
+        let raw = "é".repeat(MAX_RAW_REPLY_CHARS);
+        let capped = capped_raw_reply(raw.clone());
+        assert!(capped.len() < MAX_RAW_REPLY_CHARS + 64, "{}", capped.len());
+        assert!(capped.ends_with("more bytes not kept]"));
+        assert_eq!(capped_raw_reply("short".into()), "short");
     }
 
     #[test]

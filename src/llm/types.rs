@@ -122,6 +122,17 @@ pub struct TokenUsage {
     pub cached_tokens: u64,
 }
 
+impl TokenUsage {
+    /// Adds `other`, saturating rather than wrapping.
+    pub fn add(&mut self, other: &TokenUsage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
@@ -141,6 +152,18 @@ pub struct ChatResponse {
     pub model: String,
     /// Cost of this call in USD from the configured price table (0 when unknown).
     pub cost_usd: f64,
+    /// The HTTP attempts this reply took (set by the budget wrapper; retries included).
+    pub attempts: super::meter::Attempts,
+}
+
+impl ChatResponse {
+    /// Usage of this reply's attempts, as the history records it.
+    pub fn totals(&self) -> crate::history::entry::UsageTotals {
+        let mut totals = super::budget::usage_totals(&self.usage, self.cost_usd, 0);
+        super::budget::add_attempts(&mut totals, &self.attempts);
+        totals.calls = totals.calls.max(1);
+        totals
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -104,7 +104,17 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
     out.push_str(CHECKLIST_MARKER);
     out.push('\n');
     let Some(plan) = &state.plan else {
-        out.push_str("## 📋 Execution Plan\n\n⏳ *Planning…*\n");
+        // Once the run has ended, say how, never "Planning…".
+        match state.runs.last().and_then(|r| r.status) {
+            Some(status) => {
+                let _ = writeln!(
+                    out,
+                    "## 📋 Execution Plan\n\n{}: no plan was made.",
+                    super::summary::status_line(status)
+                );
+            }
+            None => out.push_str("## 📋 Execution Plan\n\n⏳ *Planning…*\n"),
+        }
         footer(&mut out, state, ctx, None);
         return out;
     };
@@ -263,6 +273,37 @@ mod tests {
                 note: None,
             },
         )
+    }
+
+    #[test]
+    fn a_run_that_ended_without_a_plan_shows_how_it_ended_not_planning() {
+        let started = entry(
+            1,
+            0,
+            EntryBody::RunStarted {
+                request: Default::default(),
+            },
+        );
+        let planning = render(
+            &replay(std::slice::from_ref(&started)),
+            &ChecklistContext::default(),
+        );
+        assert!(planning.contains("⏳ *Planning…*"), "{planning}");
+        let finished = entry(
+            2,
+            1,
+            EntryBody::RunFinished {
+                status: crate::history::entry::RunStatus::RequiresHumanIntervention,
+                usage: Default::default(),
+                pull_request: None,
+            },
+        );
+        let body = render(&replay(&[started, finished]), &ChecklistContext::default());
+        assert!(!body.contains("Planning…"), "{body}");
+        assert!(
+            body.contains("🙋 Human intervention needed: no plan was made."),
+            "{body}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 mod e2e;
 mod gate;
 mod kill_resume;
-mod local_run;
+pub(crate) mod local_run;
 mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).

@@ -106,6 +106,7 @@ fn usage(calls: u64, p: u64, c: u64, cost: f64) -> UsageTotals {
         completion_tokens: c,
         cached_tokens: 0,
         cost_usd: cost,
+        ..UsageTotals::default()
     }
 }
 

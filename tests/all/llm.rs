@@ -65,7 +65,7 @@ fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
     (logs, guard)
 }
 
-fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
+pub(crate) fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
     let mut cfg = LlmConfig {
         model: Some("test-model".into()),
         api_key_env: Some(KEY_VAR.into()),
@@ -86,7 +86,7 @@ fn config(wire: Wire, server: &LlmServer) -> LlmConfig {
     cfg
 }
 
-fn key_env() -> BTreeMap<String, String> {
+pub(crate) fn key_env() -> BTreeMap<String, String> {
     BTreeMap::from([(KEY_VAR.to_string(), KEY.to_string())])
 }
 
@@ -135,6 +135,7 @@ macro_rules! both_wires {
         }
     )*};
 }
+pub(crate) use both_wires;
 
 both_wires!(
     tool_calls_round_trip,
@@ -466,7 +467,11 @@ async fn wall_time_budget_interrupts_a_hanging_call(wire: Wire) {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(llm.usage().calls, 0);
+    // The interrupted attempt reached the server: it counts, as wasted time.
+    assert_eq!(server.requests().len(), 1);
+    let usage = llm.usage();
+    assert_eq!((usage.calls, usage.wasted_calls), (1, 1));
+    assert!(usage.wasted_ms >= 900, "{usage:?}");
     logs.assert_no_key();
 }
 

@@ -11,6 +11,8 @@ mod gitlab;
 mod harness;
 mod history;
 mod llm;
+mod llm_bounds;
+mod local_cli;
 mod security;
 mod seed_json;
 mod tools;

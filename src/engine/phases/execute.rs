@@ -103,7 +103,7 @@ async fn tool_loop(
     let mut consecutive_errors = 0u32;
     for _turn in 0..MAX_TOOL_TURNS {
         let response = cx.deps.llm.chat(&request).await?;
-        batch.usage(1, response.usage, response.cost_usd);
+        batch.usage(response.totals());
         if response.tool_calls.is_empty() {
             return Ok(AttemptEnd::Judge(response.text.unwrap_or_default()));
         }

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod execute;
 pub mod judge;
 pub mod legacy;
+pub mod plan_fallback;
 pub mod planning;
 pub mod refinement;
 pub mod reflect;
@@ -22,7 +23,7 @@ pub async fn perform(
         Step::Draft { first, last } => planning::draft(cx, batch, *first, *last).await,
         Step::RedraftInvalid => planning::redraft_invalid(cx, batch).await,
         Step::DecidePlanning(phase) => planning::decide_phase(cx, batch, *phase).await,
-        Step::InvalidPlan => Ok(planning::invalid_plan(batch)),
+        Step::InvalidPlan => plan_fallback::salvage(cx, batch),
         Step::QualityJudge => refinement::judge(cx, batch).await,
         Step::Refine => refinement::refine(cx, batch).await,
         Step::CommitPlan => planning::commit_plan(batch),

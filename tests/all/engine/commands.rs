@@ -80,12 +80,15 @@ async fn replan_command_replans_from_the_named_phase_with_the_reason_as_feedback
 }
 
 #[tokio::test]
-async fn a_plan_that_stays_invalid_after_one_re_ask_needs_a_person() {
+async fn a_plan_that_stays_invalid_after_one_re_ask_keeps_its_valid_part_and_runs() {
     let mut thread = Thread::new();
-    let invalid = base_plan_reply().replace(r#""tool": "note""#, r#""tool": "teleport""#);
+    let invalid = base_plan_reply().replace(
+        r#"{"task_id": "task_2", "action_type": "tool_call", "tool": "note""#,
+        r#"{"task_id": "task_2", "action_type": "tool_call", "tool": "teleport""#,
+    );
+    assert_ne!(invalid, base_plan_reply());
     let llm = FirstMatch::with_steps(vec![reply("planning", None, &invalid)]);
     let out = thread.run(llm.clone(), start()).await;
-    assert_eq!(out.status, RunStatus::RequiresHumanIntervention);
     let retry = llm
         .requests()
         .into_iter()
@@ -96,7 +99,65 @@ async fn a_plan_that_stays_invalid_after_one_re_ask_needs_a_person() {
         "the problems were named"
     );
     assert_eq!(llm.count("planning.validation_retry"), 1);
+    // The invalid action is dropped, both valid subtasks are kept and run.
+    let plan = thread.state().plan.expect("a plan was committed");
+    assert_eq!(plan.subtask_ids().collect::<Vec<_>>(), ["task_1", "task_2"]);
+    assert!(
+        plan.action_plan
+            .actions
+            .iter()
+            .all(|a| a.tool.as_deref() == Some("note")),
+        "{:?}",
+        plan.action_plan.actions
+    );
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(llm.count("execute.task_"), 4);
+}
+
+#[tokio::test]
+async fn a_plan_with_nothing_usable_becomes_one_subtask_executed_with_the_tools() {
+    let mut thread = Thread::new();
+    let llm = FirstMatch::with_steps(vec![reply(
+        "planning",
+        None,
+        "I think we should write some notes, like tool_name.",
+    )]);
+    let out = thread.run(llm.clone(), start()).await;
+    let plan = thread
+        .state()
+        .plan
+        .expect("the one-subtask plan was committed");
+    assert_eq!(plan.subtask_ids().collect::<Vec<_>>(), ["t1"]);
+    assert!(
+        plan.task_decomposition.subtasks[0]
+            .description
+            .contains("Write two notes"),
+        "{:?}",
+        plan.task_decomposition.subtasks[0]
+    );
+    assert!(
+        thread.types().contains(&"action"),
+        "the fallback reached executed actions: {:?}",
+        thread.types()
+    );
+    assert_eq!(thread.notes(), "hello\n");
+    assert_eq!(out.status, RunStatus::Completed);
+    let checklist = thread.reporter.last_checklist();
+    assert!(
+        checklist.contains("- [x] t1: Do what the request asks"),
+        "{checklist}"
+    );
+}
+
+#[tokio::test]
+async fn a_person_is_asked_only_when_even_the_one_subtask_plan_is_invalid() {
+    let mut thread = Thread::new();
+    thread.config.planning.max_subtasks = 0;
+    let llm = FirstMatch::with_steps(vec![reply("planning", None, "no plan today")]);
+    let out = thread.run(llm.clone(), start()).await;
+    assert_eq!(out.status, RunStatus::RequiresHumanIntervention);
     assert!(!thread.types().contains(&"plan"));
+    assert_eq!(llm.count("execute"), 0);
 }
 
 #[tokio::test]

@@ -215,6 +215,8 @@ async fn a_fatal_llm_error_posts_a_failure_records_it_and_returns_an_error() {
             status: Some(500),
             retry_after: None,
             times: 1,
+            bytes: None,
+            chunked: false,
         }),
         ..Default::default()
     }];

@@ -77,3 +77,29 @@ steps:
     let completion = thread.state().completion.unwrap();
     assert_eq!(completion.summary.key_outcomes, ["Wrote the note."]);
 }
+
+#[tokio::test]
+async fn planning_examples_name_the_real_tools_and_every_request_is_bounded() {
+    let mut thread = Thread::new();
+    let llm = FirstMatch::new("");
+    thread.run(llm.clone(), start()).await;
+    let requests = llm.requests();
+    let planning = requests.iter().find(|r| r.purpose == "planning").unwrap();
+    let prompt = &planning.messages[0].content;
+    assert!(!prompt.contains("tool_name"), "{prompt}");
+    let tools = thread.tools();
+    let example = tools
+        .names()
+        .find(|name| prompt.contains(&format!("\"tool\": \"{name}\"")));
+    assert!(example.is_some(), "no real tool in the example: {prompt}");
+    let limits = &thread.config.llm.max_output_tokens;
+    for r in &requests {
+        assert_eq!(
+            r.max_tokens,
+            Some(limits.for_purpose(&r.purpose)),
+            "{}",
+            r.purpose
+        );
+    }
+    assert_eq!(planning.max_tokens, Some(limits.planning));
+}

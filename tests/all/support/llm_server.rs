@@ -13,8 +13,8 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use replan::llm::scenario::{
-    FaultKind, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer, ScriptedToolCall, ScriptedUsage,
-    Subject, WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, HUGE_REPLY_BYTES, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer,
+    ScriptedToolCall, ScriptedUsage, Subject, WRONG_SHAPE_REPLY,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -286,7 +286,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         texts: &text_refs,
     });
     let reply = |text: Option<&str>, calls: &[ScriptedToolCall], usage: Option<ScriptedUsage>| {
-        success_body(&recorded, text, calls, usage.unwrap_or_default())
+        success_body(&recorded, text, calls, usage.unwrap_or_default(), false)
     };
     match outcome {
         // 400 so that clients do not retry a scripting mistake.
@@ -334,8 +334,70 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 let body = reply(Some(WRONG_SHAPE_REPLY), &[], None);
                 respond(&mut stream, 200, &[], &body).await
             }
+            FaultKind::CutOff => {
+                let usage = ScriptedUsage {
+                    prompt_tokens: 100,
+                    completion_tokens: 64,
+                    cached_tokens: 0,
+                };
+                let body = success_body(&recorded, Some(CUT_OFF_REPLY), &[], usage, true);
+                respond(&mut stream, 200, &[], &body).await
+            }
+            FaultKind::Huge => {
+                huge_reply(
+                    &mut stream,
+                    fault.bytes.unwrap_or(HUGE_REPLY_BYTES),
+                    fault.chunked,
+                )
+                .await
+            }
         },
     }
+}
+
+/// A JSON reply of `bytes` bytes (one long string), written in 64 KiB pieces so the server never
+/// holds it whole; with `chunked` it has no `Content-Length`.
+async fn huge_reply(stream: &mut TcpStream, bytes: u64, chunked: bool) {
+    const PIECE: usize = 64 * 1024;
+    let prefix = b"{\"choices\": [{\"message\": {\"content\": \"";
+    let suffix = b"\"}}]}";
+    let filler = bytes.saturating_sub((prefix.len() + suffix.len()) as u64);
+    let head = if chunked {
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_string()
+    } else {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {bytes}\r\nconnection: close\r\n\r\n"
+        )
+    };
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let piece = vec![b'a'; PIECE];
+    let mut parts: Vec<&[u8]> = vec![prefix];
+    let whole = (filler / PIECE as u64) as usize;
+    let rest = (filler % PIECE as u64) as usize;
+    parts.extend(std::iter::repeat_n(piece.as_slice(), whole));
+    parts.push(&piece[..rest]);
+    parts.push(suffix);
+    for part in parts {
+        let sent = if chunked {
+            let mut framed = format!("{:x}\r\n", part.len()).into_bytes();
+            framed.extend_from_slice(part);
+            framed.extend_from_slice(b"\r\n");
+            stream.write_all(&framed).await
+        } else {
+            stream.write_all(part).await
+        };
+        // The client hangs up once it has read more than its cap.
+        if sent.is_err() {
+            return;
+        }
+    }
+    if chunked {
+        let _ = stream.write_all(b"0\r\n\r\n").await;
+    }
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
 }
 
 fn success_body(
@@ -343,6 +405,7 @@ fn success_body(
     text: Option<&str>,
     calls: &[ScriptedToolCall],
     usage: ScriptedUsage,
+    cut_off: bool,
 ) -> Vec<u8> {
     let model = request
         .body
@@ -351,7 +414,7 @@ fn success_body(
         .unwrap_or("scripted-model");
     let body = match request.wire {
         Wire::OpenAi => {
-            let tool_calls: Vec<Value> = calls
+            let mut tool_calls: Vec<Value> = calls
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
@@ -359,8 +422,20 @@ fn success_body(
                            "function": {"name": c.name, "arguments": c.arguments.to_string()}})
                 })
                 .collect();
+            // `structured_output: tool`: a forced function call carries the reply as arguments.
+            let forced = request
+                .body
+                .pointer("/tool_choice/function/name")
+                .and_then(Value::as_str);
+            let mut text = text;
+            if let (Some(name), Some(reply), false) = (forced, text, cut_off) {
+                tool_calls.push(json!({"id": "call_structured", "type": "function",
+                                       "function": {"name": name, "arguments": reply}}));
+                text = None;
+            }
             let mut message = json!({"role": "assistant", "content": text});
-            if !tool_calls.is_empty() {
+            let calls_made = !tool_calls.is_empty();
+            if calls_made {
                 message["tool_calls"] = Value::Array(tool_calls);
             }
             json!({
@@ -368,7 +443,7 @@ fn success_body(
                 "object": "chat.completion",
                 "model": model,
                 "choices": [{"index": 0, "message": message,
-                             "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+                             "finish_reason": if cut_off { "length" } else if !calls_made { "stop" } else { "tool_calls" }}],
                 "usage": {"prompt_tokens": usage.prompt_tokens,
                           "completion_tokens": usage.completion_tokens,
                           "total_tokens": usage.prompt_tokens + usage.completion_tokens,
@@ -383,7 +458,7 @@ fn success_body(
                 .and_then(|c| c.get("name"))
                 .and_then(Value::as_str);
             let mut content = Vec::new();
-            let structured = forced.and_then(|name| {
+            let structured = forced.filter(|_| !cut_off).and_then(|name| {
                 let input = serde_json::from_str::<Value>(text?.trim()).ok()?;
                 input.is_object().then_some((name, input))
             });
@@ -398,7 +473,9 @@ fn success_body(
                 content.push(json!({"type": "tool_use", "id": format!("toolu_{}", i + 1),
                                     "name": c.name, "input": c.arguments}));
             }
-            let stop_reason = if calls.is_empty() && forced.is_none() {
+            let stop_reason = if cut_off {
+                "max_tokens"
+            } else if calls.is_empty() && forced.is_none() {
                 "end_turn"
             } else {
                 "tool_use"

@@ -1,0 +1,255 @@
+//! Bounded, honestly counted LLM calls against the scripted server, in both wire formats: an
+//! output limit per purpose on every request, cut-off replies re-asked shorter (never the
+//! identical request), every HTTP attempt counted, huge bodies refused, and the structured
+//! output mode the user picked.
+
+use replan::config::{LlmConfig, StructuredOutput};
+use replan::llm::{
+    Budgeted, ChatRequest, Llm, Message, StructuredOptions, ask_json, create_provider,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::llm::{both_wires, config, key_env};
+use crate::support::llm_server::{LlmServer, Wire};
+
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+struct Decision {
+    should_replan: bool,
+    confidence: f64,
+}
+
+const DECISION: &str = r#"{"should_replan": false, "confidence": 0.85}"#;
+
+fn budgeted(cfg: &LlmConfig) -> Budgeted {
+    Budgeted::new(create_provider(cfg, &key_env()).unwrap(), cfg)
+}
+
+fn request(purpose: &str) -> ChatRequest {
+    ChatRequest {
+        system: "You are Replan.".into(),
+        messages: vec![Message::user("Decide whether to replan; answer as JSON.")],
+        purpose: purpose.into(),
+        ..Default::default()
+    }
+}
+
+fn max_tokens(body: &Value) -> Option<u64> {
+    body.get("max_tokens").and_then(Value::as_u64)
+}
+
+both_wires!(
+    every_request_carries_the_output_limit_of_its_purpose,
+    a_cut_off_reply_is_reasked_shorter_with_a_higher_limit,
+    a_cut_off_reply_at_the_ceiling_is_invalid_without_a_retry,
+    usage_counts_every_attempt_the_server_saw,
+    a_huge_reply_is_refused_as_too_large,
+    a_huge_chunked_reply_is_refused_as_too_large,
+    prompt_mode_sends_no_schema_machinery_and_reads_json_from_prose,
+    tool_mode_forces_a_call_whose_input_is_the_reply,
+);
+
+async fn every_request_carries_the_output_limit_of_its_purpose(wire: Wire) {
+    let server = LlmServer::from_yaml("steps:\n  - reply: a\n  - reply: b\n  - reply: c\n");
+    let mut cfg = config(wire, &server);
+    cfg.max_output_tokens.decision = 300;
+    let llm = budgeted(&cfg);
+    for purpose in ["replan_decision.execution", "execute.t1", "planning"] {
+        llm.chat(&request(purpose)).await.unwrap();
+    }
+    let limits: Vec<Option<u64>> = server
+        .requests()
+        .iter()
+        .map(|r| max_tokens(&r.body))
+        .collect();
+    assert_eq!(limits, vec![Some(300), Some(1024), Some(2048)]);
+}
+
+async fn a_cut_off_reply_is_reasked_shorter_with_a_higher_limit(wire: Wire) {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: cut_off }}\n  - reply: '{DECISION}'\n"
+    ));
+    let cfg = config(wire, &server);
+    let llm = budgeted(&cfg);
+    let mut asked = request("replan_decision.execution");
+    asked.max_tokens = Some(256);
+    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(reply.value.unwrap().confidence, 0.85);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_ne!(
+        sent[0].body, sent[1].body,
+        "a cut-off reply was retried identically"
+    );
+    assert_eq!(max_tokens(&sent[0].body), Some(256));
+    assert_eq!(max_tokens(&sent[1].body), Some(512));
+    let texts = sent[1].texts().join("\n");
+    assert!(texts.contains("cut off at the output limit"), "{texts}");
+    assert!(
+        !texts.contains("The plan looks fine because the first"),
+        "the cut-off text is not sent back to be continued: {texts}"
+    );
+    assert_eq!(reply.calls, 2);
+    assert_eq!(reply.attempts.wasted_calls, 1);
+    assert_eq!(llm.usage().calls, 2);
+}
+
+async fn a_cut_off_reply_at_the_ceiling_is_invalid_without_a_retry(wire: Wire) {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: cut_off }}\n  - reply: '{DECISION}'\n"
+    ));
+    let llm = budgeted(&config(wire, &server));
+    let mut asked = request("planning");
+    asked.max_tokens = Some(4096);
+    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
+        .await
+        .unwrap();
+    let failure = reply.value.unwrap_err();
+    assert!(failure.error.contains("cut off"), "{}", failure.error);
+    assert!(failure.error.contains("no room"), "{}", failure.error);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!((reply.calls, reply.attempts.wasted_calls), (1, 1));
+}
+
+async fn usage_counts_every_attempt_the_server_saw(wire: Wire) {
+    let server = LlmServer::from_yaml(
+        "steps:\n  - reply: ok\n    usage: { prompt_tokens: 10, completion_tokens: 2 }\n    fault: { kind: status, status: 503, times: 2 }\n  - fault: { kind: status, status: 500, times: 3 }\n",
+    );
+    let llm = budgeted(&config(wire, &server));
+    let ok = llm.chat(&request("execute.t1")).await.unwrap();
+    assert_eq!(ok.attempts.calls, 3);
+    assert_eq!(ok.attempts.wasted_calls, 2);
+    llm.chat(&request("execute.t1")).await.unwrap_err();
+    let usage = llm.usage();
+    assert_eq!(usage.calls as usize, server.requests().len());
+    // max_retries 2: three attempts each.
+    assert_eq!(usage.calls, 3 + 3);
+    assert_eq!(usage.wasted_calls, 2 + 3);
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (10, 2));
+    assert!(usage.wasted_ms <= usage.wall_ms);
+}
+
+async fn huge_reply_is_refused(wire: Wire, chunked: bool) {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: huge, bytes: 314572800, chunked: {chunked} }}\n"
+    ));
+    let llm = budgeted(&config(wire, &server));
+    let started = std::time::Instant::now();
+    let error = llm.chat(&request("planning")).await.unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("too large"), "{message}");
+    assert!(message.contains("llm.max_reply_bytes"), "{message}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a too-large reply is not retried"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the body was read to the end: {:?}",
+        started.elapsed()
+    );
+}
+
+async fn a_huge_reply_is_refused_as_too_large(wire: Wire) {
+    huge_reply_is_refused(wire, false).await
+}
+
+async fn a_huge_chunked_reply_is_refused_as_too_large(wire: Wire) {
+    huge_reply_is_refused(wire, true).await
+}
+
+async fn prompt_mode_sends_no_schema_machinery_and_reads_json_from_prose(wire: Wire) {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - reply: 'Sure, here it is: {DECISION} Hope that helps.'\n"
+    ));
+    let mut cfg = config(wire, &server);
+    cfg.structured_output = StructuredOutput::Prompt;
+    let llm = budgeted(&cfg);
+    let reply = ask_json::<Decision>(&llm, request("judge.t1"), &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert!(!reply.value.unwrap().should_replan);
+    let body = &server.requests()[0].body;
+    for key in ["response_format", "tool_choice", "tools"] {
+        assert!(body.get(key).is_none(), "{key} sent in prompt mode: {body}");
+    }
+}
+
+async fn tool_mode_forces_a_call_whose_input_is_the_reply(wire: Wire) {
+    let server = LlmServer::from_yaml(&format!("steps:\n  - reply: '{DECISION}'\n"));
+    let mut cfg = config(wire, &server);
+    cfg.structured_output = StructuredOutput::Tool;
+    let llm = budgeted(&cfg);
+    let opts = StructuredOptions {
+        tool_names: vec!["read_file".into()],
+        ..Default::default()
+    };
+    let reply = ask_json::<Decision>(&llm, request("judge.t1"), &opts)
+        .await
+        .unwrap();
+    assert_eq!(reply.value.unwrap().confidence, 0.85);
+    let body = &server.requests()[0].body;
+    assert!(body.get("response_format").is_none(), "{body}");
+    let (forced, schema) = match wire {
+        Wire::OpenAi => (
+            body.pointer("/tool_choice/function/name"),
+            body.pointer("/tools/0/function/parameters"),
+        ),
+        Wire::Anthropic => (
+            body.pointer("/tool_choice/name"),
+            body.pointer("/tools/0/input_schema"),
+        ),
+    };
+    assert_eq!(forced.and_then(Value::as_str), Some("Decision"), "{body}");
+    let confidence = &schema.unwrap()["properties"]["confidence"];
+    assert_eq!(
+        (
+            confidence["minimum"].as_f64(),
+            confidence["maximum"].as_f64()
+        ),
+        (Some(0.0), Some(1.0)),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn json_object_mode_asks_for_a_json_object() {
+    let server = LlmServer::from_yaml(&format!("steps:\n  - reply: '{DECISION}'\n"));
+    let mut cfg = config(Wire::OpenAi, &server);
+    cfg.structured_output = StructuredOutput::JsonObject;
+    let llm = budgeted(&cfg);
+    let reply = ask_json::<Decision>(&llm, request("judge.t1"), &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert!(reply.value.is_ok());
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["response_format"],
+        serde_json::json!({"type": "json_object"})
+    );
+}
+
+#[test]
+fn structured_output_accepts_the_old_booleans_and_names_the_modes() {
+    let parse = |yaml: &str| serde_saphyr::from_str::<LlmConfig>(yaml);
+    assert_eq!(
+        parse("structured_output: true").unwrap().structured_output,
+        StructuredOutput::Auto
+    );
+    assert_eq!(
+        parse("structured_output: false").unwrap().structured_output,
+        StructuredOutput::Prompt
+    );
+    assert_eq!(
+        parse("structured_output: json_schema")
+            .unwrap()
+            .structured_output,
+        StructuredOutput::JsonSchema
+    );
+    let error = parse("structured_output: xml").unwrap_err().to_string();
+    assert!(error.contains("json_object"), "{error}");
+}

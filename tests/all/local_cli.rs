@@ -1,0 +1,425 @@
+//! `replan run` outside CI as a new user meets it, against the scripted LLM server in both wire
+//! formats: a weak model that cuts replies off and never writes a valid plan still reaches
+//! execution, every request is bounded and counted, huge replies are refused with bounded memory,
+//! local threads are steered with `--comment`, and bad input is one clear error.
+
+use assert_cmd::Command;
+use replan::history::entry::EntryBody;
+use replan::history::jsonl;
+use replan::llm::scenario::Scenario;
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::github::e2e_support::scenario;
+use crate::github::local_run::checkout;
+use crate::support::TestRepo;
+use crate::support::git::isolated_git_env;
+use crate::support::llm_server::{LlmServer, Wire};
+
+const PLANNING: &str = "Produce the planning phases";
+
+/// `replan <args>` with only the scripted model in the environment.
+fn replan(llm: Option<(&LlmServer, Wire)>, workspace: &TestRepo, args: &[&str]) -> Command {
+    let mut command = Command::cargo_bin("replan").unwrap();
+    command.env_clear();
+    for key in ["PATH", "HOME", "TMPDIR"] {
+        if let Ok(value) = std::env::var(key) {
+            command.env(key, value);
+        }
+    }
+    command.envs(isolated_git_env()).env("USER", "dev");
+    match llm {
+        Some((server, Wire::OpenAi)) => {
+            command
+                .env("REPLAN_LLM__PROVIDER", "openai")
+                .env("REPLAN_LLM__BASE_URL", server.openai_base())
+                .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef");
+        }
+        Some((server, Wire::Anthropic)) => {
+            command
+                .env("REPLAN_LLM__PROVIDER", "anthropic")
+                .env("REPLAN_LLM__BASE_URL", server.url())
+                .env("ANTHROPIC_API_KEY", "sk-ant-test-key-0123456789abcdef");
+        }
+        None => {}
+    }
+    command
+        .env("REPLAN_LLM__MODEL", "weak-test-model")
+        .args(args)
+        .timeout(std::time::Duration::from_secs(120));
+    if args.first() == Some(&"run") {
+        command.arg("--workspace").arg(workspace.path());
+    }
+    command
+}
+
+/// `replan run --issue 7` creating "Add a hello file", with the forge and history in `dir`.
+fn start_issue_7(
+    llm: Option<(&LlmServer, Wire)>,
+    checkout: &TestRepo,
+    dir: &str,
+) -> std::process::Output {
+    let args = [
+        "run",
+        "--issue",
+        "7",
+        "--title",
+        "Add a hello file",
+        "--body",
+        "Please.",
+        "--local-dir",
+        dir,
+    ];
+    replan(llm, checkout, &args).output().unwrap()
+}
+
+/// The entries of issue N's history file in a local directory.
+fn history(dir: &std::path::Path, issue: u64) -> Vec<replan::history::Entry> {
+    let path = dir.join(format!("planning_history/issues/{issue}.jsonl"));
+    let parsed = jsonl::parse(&std::fs::read_to_string(path).unwrap());
+    assert!(parsed.corrupt.is_empty());
+    parsed.entries
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A model that cuts its first planning reply off and then only writes prose: the plan is never
+/// valid, so the run must fall back to one subtask and execute it with the tools.
+fn weak_model() -> Scenario {
+    let prose = format!(
+        "  - when: {{ contains: \"{PLANNING}\" }}\n    reply: \"I would write a hello file using tool_name.\"\n"
+    );
+    let overrides = format!(
+        "steps:\n  - when: {{ contains: \"{PLANNING}\" }}\n    fault: {{ kind: cut_off }}\n{}  - when: {{ contains: \"Execute subtask `t1`\" }}\n    tool_calls: [ {{ name: write_file, arguments: {{ path: hello.md, content: \"hello\\n\" }} }} ]\n",
+        prose.repeat(6)
+    );
+    scenario(&overrides)
+}
+
+macro_rules! both_wires {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            use super::*;
+            #[test]
+            fn openai() {
+                super::$check(Wire::OpenAi)
+            }
+            #[test]
+            fn anthropic() {
+                super::$check(Wire::Anthropic)
+            }
+        }
+    )*};
+}
+
+both_wires!(a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted);
+
+fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: Wire) {
+    let llm = LlmServer::start(weak_model());
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+
+    let sent = llm.requests();
+    for (i, request) in sent.iter().enumerate() {
+        let limit = request.body.get("max_tokens").and_then(Value::as_u64);
+        assert!(
+            limit.is_some_and(|n| n <= 4096),
+            "request {i} is unbounded: {}",
+            request.body
+        );
+    }
+    // The cut-off planning reply was re-asked shorter with a higher limit, never identically.
+    let first = &sent[0].body;
+    assert!(sent[0].texts().join("\n").contains(PLANNING));
+    assert_ne!(
+        &sent[1].body, first,
+        "a cut-off reply was retried identically"
+    );
+    assert!(sent[1].body["max_tokens"].as_u64() > first["max_tokens"].as_u64());
+
+    let entries = history(state.path(), 7);
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Action { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(actions.contains(&"write_file"), "{actions:?}");
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+    // Usage counts every request the server saw, re-asks included.
+    let counted: u64 = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Usage { usage } => Some(usage.calls),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(counted as usize, sent.len());
+    let finished = entries.last().unwrap();
+    match &finished.body {
+        EntryBody::RunFinished { usage, .. } => {
+            assert_eq!(usage.calls as usize, sent.len());
+            assert!(usage.wasted_calls >= 1, "{usage:?}");
+        }
+        other => panic!("the last entry is {other:?}"),
+    }
+    // The final checklist shows the real final state.
+    assert!(
+        stdout.contains("- [x] **t1**: Do what the request asks"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Planning…"), "{stdout}");
+    assert!(!stderr.contains('\u{1b}'), "colours on a pipe: {stderr}");
+
+    // `history show` replays it.
+    let show = replan(None, &checkout, &["history", "show", "7", "--dir", dir])
+        .output()
+        .unwrap();
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+    assert!(text(&show.stdout).contains("t1"), "{}", text(&show.stdout));
+}
+
+/// Peak resident memory of this process's waited-for children (the `replan` runs), in bytes.
+fn children_peak_rss() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is a valid selector.
+    let usage = unsafe {
+        assert_eq!(
+            libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()),
+            0
+        );
+        usage.assume_init()
+    };
+    u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024
+}
+
+#[test]
+fn a_300_mb_reply_is_refused_as_too_large_with_bounded_memory() {
+    for chunked in [false, true] {
+        let llm = LlmServer::from_yaml(&format!(
+            "steps:\n  - fault: {{ kind: huge, bytes: 314572800, chunked: {chunked} }}\n"
+        ));
+        let (_origin, checkout) = checkout();
+        let state = TempDir::new().unwrap();
+        let output = replan(
+            Some((&llm, Wire::OpenAi)),
+            &checkout,
+            &[
+                "run",
+                "--issue",
+                "7",
+                "--title",
+                "Add a hello file",
+                "--local-dir",
+                state.path().to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "each error is printed once: {stderr}");
+        assert!(errors[0].contains("too large"), "{stderr}");
+        assert_eq!(llm.requests().len(), 1, "a too-large reply is not retried");
+        let peak = children_peak_rss();
+        assert!(
+            peak < 200 * 1024 * 1024,
+            "peak RSS {peak} bytes (chunked: {chunked})"
+        );
+    }
+}
+
+#[test]
+fn an_empty_goal_is_a_usage_error_naming_title_and_body() {
+    let checkout = TestRepo::new();
+    let state = TempDir::new().unwrap();
+    let output = replan(
+        None,
+        &checkout,
+        &[
+            "run",
+            "--issue",
+            "3",
+            "--title",
+            "  ",
+            "--body",
+            "\n\t",
+            "--local-dir",
+            state.path().to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error"), "{stderr}");
+    assert!(
+        stderr.contains("--title") && stderr.contains("--body"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("the goal is empty").count(), 1, "{stderr}");
+    assert!(!state.path().join("threads/issues-3.json").exists());
+}
+
+#[test]
+fn comments_steer_a_local_thread_and_thread_show_prints_them() {
+    let llm = LlmServer::start(scenario(""));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let start = start_issue_7(Some((&llm, Wire::OpenAi)), &checkout, dir);
+    assert_eq!(start.status.code(), Some(0), "{}", text(&start.stderr));
+    let calls_before = llm.requests().len();
+
+    let steer = replan(
+        Some((&llm, Wire::OpenAi)),
+        &checkout,
+        &[
+            "run",
+            "--issue",
+            "7",
+            "--comment",
+            "/status",
+            "--comment",
+            "Thanks, looks fine.",
+            "--local-dir",
+            dir,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(steer.status.code(), Some(0), "{}", text(&steer.stderr));
+    assert!(
+        text(&steer.stdout).contains("2/2"),
+        "{}",
+        text(&steer.stdout)
+    );
+    assert_eq!(llm.requests().len(), calls_before, "/status needs no model");
+
+    let requests: Vec<String> = history(state.path(), 7)
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::RunStarted { request } => Some(request.request.clone()),
+            _ => None,
+        })
+        .collect();
+    // As on the forge, a plain comment with no question pending starts nothing.
+    assert_eq!(requests, ["start", "command:/status"]);
+
+    let show = replan(None, &checkout, &["thread", "show", "7", "--dir", dir])
+        .output()
+        .unwrap();
+    let shown = text(&show.stdout);
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+    assert!(shown.starts_with("#7 by @"), "{shown}");
+    assert!(shown.contains("Add a hello file"), "{shown}");
+    let status_at = shown.find("\n/status\n").expect("the /status comment");
+    let answer_at = shown.find("Thanks, looks fine.").expect("the answer");
+    assert!(status_at < answer_at, "{shown}");
+
+    let missing = replan(None, &checkout, &["thread", "show", "8", "--dir", dir])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("--dir"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
+
+/// Opt-in: a whole local cycle against a real model in both wire formats (see
+/// `scripts/real-llm.sh`, which serves SmolLM2-135M-Instruct with llama.cpp on CPU).
+/// `REPLAN_TEST_LLM_URL` is the OpenAI-compatible base URL ending in `/v1`; the Anthropic format is
+/// asked at the same server without `/v1`. Optional: `REPLAN_TEST_LLM_MODEL`, `REPLAN_TEST_LLM_KEY`.
+mod real_model {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn openai() {
+        whole_cycle(Wire::OpenAi)
+    }
+
+    #[test]
+    fn anthropic() {
+        whole_cycle(Wire::Anthropic)
+    }
+
+    fn whole_cycle(wire: Wire) {
+        let Ok(url) = std::env::var("REPLAN_TEST_LLM_URL") else {
+            eprintln!(
+                "skipped: set REPLAN_TEST_LLM_URL (e.g. http://127.0.0.1:8080/v1, see scripts/real-llm.sh) to run a whole cycle against a real model"
+            );
+            return;
+        };
+        let model = std::env::var("REPLAN_TEST_LLM_MODEL").unwrap_or_else(|_| "smollm2".into());
+        let key = std::env::var("REPLAN_TEST_LLM_KEY").unwrap_or_else(|_| "no-key-needed".into());
+        let (_origin, checkout) = checkout();
+        let state = TempDir::new().unwrap();
+        let dir = state.path().to_str().unwrap();
+        let mut command = replan(
+            None,
+            &checkout,
+            &[
+                "run",
+                "--issue",
+                "1",
+                "--title",
+                "Add a hello file",
+                "--body",
+                "Create the file hello.md containing the word hello.",
+                "--local-dir",
+                dir,
+            ],
+        );
+        command
+            .env("REPLAN_LLM__MODEL", &model)
+            .env("REPLAN_TEST_LLM_KEY", &key)
+            .env("REPLAN_LLM__API_KEY_ENV", "REPLAN_TEST_LLM_KEY")
+            .timeout(Duration::from_secs(15 * 60));
+        match wire {
+            Wire::OpenAi => command
+                .env("REPLAN_LLM__PROVIDER", "openai")
+                .env("REPLAN_LLM__BASE_URL", &url),
+            Wire::Anthropic => command.env("REPLAN_LLM__PROVIDER", "anthropic").env(
+                "REPLAN_LLM__BASE_URL",
+                url.trim_end_matches('/').trim_end_matches("/v1"),
+            ),
+        };
+        let started = Instant::now();
+        let output = command.output().unwrap();
+        let wall = started.elapsed();
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
+        let entries = history(state.path(), 1);
+        let actions = entries
+            .iter()
+            .filter(|e| matches!(e.body, EntryBody::Action { .. }))
+            .count();
+        let Some(EntryBody::RunFinished { status, usage, .. }) = entries.last().map(|e| &e.body)
+        else {
+            panic!("the history does not end with run_finished: {entries:?}");
+        };
+        eprintln!(
+            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions",
+            usage.calls,
+            wall.as_secs_f64(),
+            usage.wall_ms as f64 / 1000.0,
+            usage.wasted_ms as f64 / 1000.0,
+            usage.wasted_calls
+        );
+        assert!(actions > 0, "the cycle never reached execution:\n{stdout}");
+        assert!(usage.calls > 0);
+        assert!(!stdout.contains("Planning…"), "{stdout}");
+    }
+}
