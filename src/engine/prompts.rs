@@ -15,6 +15,30 @@ pub const OVERRIDE_DIR: &str = ".github/replan/prompts";
 
 const BUILT_IN: &[(&str, &str)] = &[
     ("system", include_str!("../../prompts/system.md")),
+    (
+        "planning_rules",
+        include_str!("../../prompts/planning_rules.md"),
+    ),
+    (
+        "planning_folded",
+        include_str!("../../prompts/planning_folded.md"),
+    ),
+    (
+        "planning_folded_quality",
+        include_str!("../../prompts/planning_folded_quality.md"),
+    ),
+    (
+        "execute_folded_rules",
+        include_str!("../../prompts/execute_folded_rules.md"),
+    ),
+    (
+        "execute_separate_rules",
+        include_str!("../../prompts/execute_separate_rules.md"),
+    ),
+    (
+        "reflection_folded",
+        include_str!("../../prompts/reflection_folded.md"),
+    ),
     ("escalation", super::replan::ESCALATION_TEMPLATE),
     (
         "planning_single",
@@ -207,7 +231,7 @@ mod tests {
         );
         assert!(
             prompts
-                .template("system")
+                .template("planning_rules")
                 .unwrap()
                 .contains("Planning Process")
         );

@@ -27,6 +27,7 @@ pub async fn reflect(
     batch: &mut Batch,
     task_id: &str,
     reason: &str,
+    given: Option<ReflectionResponse>,
     fx: &mut StepEffects,
 ) -> Result<ReflectEnd, CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
@@ -48,14 +49,19 @@ pub async fn reflect(
         "reflection",
         &[
             ("reason", reason),
-            ("plan", &json(&plan)),
+            ("plan", &context::plan_with_states(&plan, &batch.state)),
             ("recent_actions", &context::bullet_list(&recent)),
         ],
     )?;
-    let reply = match cx
-        .ask::<ReflectionResponse>(batch, &format!("reflection.{task_id}"), prompt)
-        .await?
-    {
+    let asked = match given {
+        // Folded: the turn after the action carried the reflection.
+        Some(r) => Ok(r),
+        None => {
+            cx.ask::<ReflectionResponse>(batch, &format!("reflection.{task_id}"), prompt)
+                .await?
+        }
+    };
+    let reply = match asked {
         Ok(r) => r,
         Err(f) => {
             // Error level 2: a failed reflection is logged and execution goes on.
@@ -195,6 +201,7 @@ pub async fn final_review(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects,
             phase: Phase::Reflection,
             trigger: Some(ReplanTrigger::GoalUnreachable),
             prompt,
+            answer: None,
         },
         &mut fx.notices,
     )
