@@ -74,6 +74,11 @@ impl fmt::Display for DemoReport {
 
 /// Run the demo in `dir` (created if needed) or in a new directory under the system temp dir.
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
+    run_demo_with(dir, Config::default()).await
+}
+
+/// The demo under another configuration (e.g. `planning.decisions: separate`).
+pub async fn run_demo_with(dir: Option<PathBuf>, config: Config) -> Result<DemoReport, DemoError> {
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -89,7 +94,6 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
         message: e,
     };
     let workspace = Workspace::new(&workspace_dir).map_err(setup)?;
-    let config = Config::default();
     let tools = build_registry(ToolContext::new(workspace, config.tools.clone())).await;
 
     let thread = ThreadRef::issue(1);
