@@ -193,8 +193,9 @@ pub fn plan_with_states(plan: &Plan, state: &SessionState) -> String {
     bullet_list(&lines)
 }
 
+/// Compact JSON: indentation would cost a third more tokens on every call that quotes a plan.
 pub fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into())
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
 pub fn bullet_list(items: &[String]) -> String {

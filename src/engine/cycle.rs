@@ -10,7 +10,8 @@ use super::{EngineInput, phases};
 use crate::config::Config;
 use crate::history::entry::{EntryBody, RunRequest, RunStatus, UsageTotals};
 use crate::history::{HistoryError, SessionState};
-use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json};
+use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json, schema_for};
+use crate::llm::types::ResponseSchema;
 use crate::llm::{ChatRequest, Llm, LlmError, Message};
 use crate::report::{Notice, Reporter};
 use crate::tools::ToolRegistry;
@@ -109,7 +110,8 @@ impl Cx<'_> {
         purpose: &str,
         prompt: String,
     ) -> Result<Result<T, StructuredFailure>, CycleError> {
-        let request = self.request(purpose, prompt)?;
+        let mut request = self.request(purpose, prompt)?;
+        request.response_schema = Some(compact_schema(schema_for::<T>()));
         let reply = ask_json::<T>(
             self.deps.llm.as_ref(),
             request,
@@ -119,6 +121,34 @@ impl Cx<'_> {
         batch.usage(reply.calls, reply.usage, reply.cost_usd);
         Ok(reply.value)
     }
+}
+
+/// The schema without its `description`s and `title`s: the prompt's own reply example explains
+/// the fields, and every call would otherwise pay for the doc comments again (issue 15).
+fn compact_schema(mut schema: ResponseSchema) -> ResponseSchema {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                // Only keyword positions: a property may itself be named `description`.
+                for key in ["description", "title"] {
+                    if map.get(key).is_some_and(serde_json::Value::is_string) {
+                        map.remove(key);
+                    }
+                }
+                for (key, v) in map.iter_mut() {
+                    if key != "properties" {
+                        strip(v);
+                    } else if let serde_json::Value::Object(props) = v {
+                        props.values_mut().for_each(strip);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut schema.schema);
+    schema
 }
 
 /// Run one cycle on a thread whose history replays to `state`.

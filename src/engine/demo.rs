@@ -74,11 +74,16 @@ impl fmt::Display for DemoReport {
 
 /// Run the demo in `dir` (created if needed) or in a new directory under the system temp dir.
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
-    run_demo_with(dir, Config::default()).await
+    run_demo_with(dir, Config::default(), None).await
 }
 
-/// The demo under another configuration (e.g. `planning.decisions: separate`).
-pub async fn run_demo_with(dir: Option<PathBuf>, config: Config) -> Result<DemoReport, DemoError> {
+/// The demo under another configuration (e.g. `planning.decisions: separate`), with `llm` in
+/// place of the bundled scripted model (e.g. one that records the requests around it).
+pub async fn run_demo_with(
+    dir: Option<PathBuf>,
+    config: Config,
+    llm: Option<Arc<dyn Llm>>,
+) -> Result<DemoReport, DemoError> {
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -126,7 +131,10 @@ pub async fn run_demo_with(dir: Option<PathBuf>, config: Config) -> Result<DemoR
         author: "octocat".into(),
     };
     let deps = CycleDeps {
-        llm: Arc::new(FirstMatchLlm::new(DEMO_SCENARIO)?),
+        llm: match llm {
+            Some(llm) => llm,
+            None => Arc::new(FirstMatchLlm::new(DEMO_SCENARIO)?),
+        },
         tools: tools.registry,
         reporter: reporter.clone(),
         store: Arc::new(BackendSink {

@@ -57,11 +57,20 @@ impl FoldedTurn {
 /// What a folded planning reply may carry besides the draft.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct FoldedPlanning {
+    // The prompt spells out both formats; the schema only names them, so the planning call does
+    // not pay for two more nested schemas.
     #[serde(default)]
+    #[schemars(schema_with = "any_object")]
     pub replan_decision: Option<ReplanDecision>,
     /// Seed 002's quality judge, answered by the planner as its self-check.
     #[serde(default, alias = "quality_review")]
+    #[schemars(schema_with = "any_object")]
     pub quality: Option<QualityVerdict>,
+}
+
+/// A schema that only says "an object": for parts whose format the prompt spells out.
+pub fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
 }
 
 pub fn is_folded(mode: DecisionMode) -> bool {

@@ -235,13 +235,7 @@ fn execute_request(
         .filter(|id| !batch.state.task_state(id).is_terminal() && id != task_id)
         .count();
     let rules = if folded {
-        cx.render(
-            "execute_folded_rules",
-            &[(
-                "replan_decision_format",
-                &decision_format(cx, crate::plan::Phase::Execution)?,
-            )],
-        )?
+        cx.render("execute_folded_rules", &[])?
     } else {
         cx.render("execute_separate_rules", &[])?
     };
@@ -268,8 +262,36 @@ fn execute_request(
         ],
     )?;
     let mut request = cx.request(&format!("execute.{task_id}"), prompt)?;
-    request.tools = cx.deps.tools.specs();
+    request.tools = plan_tools(cx, &plan);
     Ok(request)
+}
+
+/// Tools any subtask may look around with, whatever the plan names.
+const EXPLORING_TOOLS: [&str; 3] = ["read_file", "list_files", "search"];
+
+/// The specs of the tools the plan uses plus the exploring ones: every spec is paid on every
+/// turn, and the set stays the same for the whole plan so it stays in the cached prefix. A plan
+/// that names no known tool gets them all.
+fn plan_tools(cx: &Cx<'_>, plan: &crate::plan::Plan) -> Vec<crate::llm::ToolSpec> {
+    let named: std::collections::BTreeSet<&str> = plan
+        .task_decomposition
+        .subtasks
+        .iter()
+        .flat_map(|t| t.required_tools.iter().map(String::as_str))
+        .chain(
+            plan.action_plan
+                .actions
+                .iter()
+                .filter_map(|a| a.tool.as_deref()),
+        )
+        .collect();
+    let all = cx.deps.tools.specs();
+    if !all.iter().any(|t| named.contains(t.name.as_str())) {
+        return all;
+    }
+    all.into_iter()
+        .filter(|t| named.contains(t.name.as_str()) || EXPLORING_TOOLS.contains(&t.name.as_str()))
+        .collect()
 }
 
 /// Seed 001 §7.4.1 `_should_reflect`: on error, and every `trigger_interval` actions.

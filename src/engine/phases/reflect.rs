@@ -13,6 +13,18 @@ use crate::plan::{
     TaskState,
 };
 use crate::report::Notice;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The reflection reply as asked: the revision's schema is only named (the prompt shows it), so
+/// the reflection call stays under its 500-token budget (seed 001 §13.4).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+struct ReflectionReply {
+    reflection: Reflection,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::engine::folded::any_object")]
+    plan_revision: Option<crate::plan::PlanRevision>,
+}
 
 pub enum ReflectEnd {
     Continue,
@@ -56,10 +68,15 @@ pub async fn reflect(
     let asked = match given {
         // Folded: the turn after the action carried the reflection.
         Some(r) => Ok(r),
-        None => {
-            cx.ask::<ReflectionResponse>(batch, &format!("reflection.{task_id}"), prompt)
-                .await?
-        }
+        None => cx
+            .ask::<ReflectionReply>(batch, &format!("reflection.{task_id}"), prompt)
+            .await?
+            .map(|r| ReflectionResponse {
+                phase: "reflection".into(),
+                reflection: r.reflection,
+                plan_revision: r.plan_revision,
+                comment: None,
+            }),
     };
     let reply = match asked {
         Ok(r) => r,

@@ -67,7 +67,7 @@ async fn folded_decisions_halve_the_demo_round_trips_and_keep_one_entry_per_deci
     let separate_dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     config.planning.decisions = DecisionMode::Separate;
-    let separate = run_demo_with(Some(separate_dir.path().to_path_buf()), config)
+    let separate = run_demo_with(Some(separate_dir.path().to_path_buf()), config, None)
         .await
         .unwrap();
     for report in [&folded, &separate] {
