@@ -98,6 +98,7 @@ impl Cx<'_> {
             system: super::context::system_prompt(&self.deps.prompts, &self.deps.config)?,
             messages: vec![Message::user(prompt)],
             purpose: purpose.to_string(),
+            cache_key: Some(format!("replan-{}", self.deps.run_id)),
             ..ChatRequest::default()
         })
     }

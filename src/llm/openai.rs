@@ -161,6 +161,12 @@ impl OpenAiCompatible {
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
         }
+        // Only OpenAI's own API knows the key; some compatible servers refuse unknown fields.
+        if let Some(key) = &request.cache_key
+            && self.settings.url.starts_with("https://api.openai.com/")
+        {
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
         if with_response_format && let Some(schema) = &request.response_schema {
             body.insert(
                 "response_format".into(),
@@ -512,5 +518,18 @@ mod tests {
         assert_eq!(body["response_format"]["json_schema"]["name"], "R");
         assert_eq!(body["response_format"]["json_schema"]["strict"], false);
         assert!(llm.body(&request, false).get("response_format").is_none());
+        // The prompt cache key goes to OpenAI's own API only.
+        let keyed = ChatRequest {
+            cache_key: Some("replan-run-1".into()),
+            ..request.clone()
+        };
+        assert!(llm.body(&keyed, true).get("prompt_cache_key").is_none());
+        let mut settings = llm.settings.clone();
+        settings.url = "https://api.openai.com/v1/chat/completions".into();
+        let openai = OpenAiCompatible::new(settings).unwrap();
+        assert_eq!(
+            openai.body(&keyed, true)["prompt_cache_key"],
+            "replan-run-1"
+        );
     }
 }
