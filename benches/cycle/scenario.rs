@@ -106,10 +106,6 @@ pub fn cycle_scenario(n: usize) -> Scenario {
                 r#"{{"phase": "completion", "summary": {{"goal_achieved": true, "tasks_completed": {n}, "tasks_failed": 0, "key_outcomes": ["notes written"]}}, "done": true, "comment": "All tasks completed"}}"#
             ),
         ),
-        step(
-            "\"replan_decision\"",
-            r#"{"replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}}"#.into(),
-        ),
     ];
     Scenario {
         mode: ScenarioMode::Matched,
@@ -117,11 +113,21 @@ pub fn cycle_scenario(n: usize) -> Scenario {
     }
 }
 
-/// "Execute subtask `task_k`" → a `write_file` call for that subtask's file.
+/// "Execute subtask `task_k`" → a `write_file` call for that subtask's file; any other prompt
+/// that asks for a replan decision → no replan. Execute turns quote the decision format when
+/// decisions are folded, so the subtask comes first.
 pub fn execute_step() -> Dynamic {
     Arc::new(|texts: &[String]| {
         const MARK: &str = "Execute subtask `";
-        let text = texts.iter().find(|t| t.contains(MARK))?;
+        let Some(text) = texts.iter().find(|t| t.contains(MARK)) else {
+            return texts
+                .iter()
+                .any(|t| t.contains("\"replan_decision\""))
+                .then(|| Step {
+                    reply: Some(json!({"replan_decision": no_replan()}).to_string()),
+                    ..Step::default()
+                });
+        };
         let rest = &text[text.find(MARK)? + MARK.len()..];
         let id = &rest[..rest.find('`')?];
         Some(Step {
