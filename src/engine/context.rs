@@ -114,9 +114,8 @@ pub fn available_tools(tools: &ToolRegistry) -> String {
         .join("\n")
 }
 
-/// Seed 000 §6.2 "Available Tools and Their Status": required tools of the draft against the
-/// registry.
-pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
+/// Every tool the plan names (required by a subtask or used by an action), sorted, once each.
+pub fn tools_named_by(plan: &Plan) -> Vec<&str> {
     let mut names: Vec<&str> = plan
         .task_decomposition
         .subtasks
@@ -131,6 +130,13 @@ pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
         .collect();
     names.sort_unstable();
     names.dedup();
+    names
+}
+
+/// Seed 000 §6.2 "Available Tools and Their Status": required tools of the draft against the
+/// registry.
+pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
+    let names = tools_named_by(plan);
     let mut out = available_tools(tools);
     for n in names {
         let status = if tools.contains(n) {

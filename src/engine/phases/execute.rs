@@ -266,31 +266,21 @@ fn execute_request(
     Ok(request)
 }
 
-/// Tools any subtask may look around with, whatever the plan names.
-const EXPLORING_TOOLS: [&str; 3] = ["read_file", "list_files", "search"];
+/// Tools any subtask may look around with, whatever the plan names (a plan that needs `search`
+/// names it: its spec is the largest of the built-ins).
+const EXPLORING_TOOLS: [&str; 2] = ["read_file", "list_files"];
 
 /// The specs of the tools the plan uses plus the exploring ones: every spec is paid on every
 /// turn, and the set stays the same for the whole plan so it stays in the cached prefix. A plan
 /// that names no known tool gets them all.
 fn plan_tools(cx: &Cx<'_>, plan: &crate::plan::Plan) -> Vec<crate::llm::ToolSpec> {
-    let named: std::collections::BTreeSet<&str> = plan
-        .task_decomposition
-        .subtasks
-        .iter()
-        .flat_map(|t| t.required_tools.iter().map(String::as_str))
-        .chain(
-            plan.action_plan
-                .actions
-                .iter()
-                .filter_map(|a| a.tool.as_deref()),
-        )
-        .collect();
+    let named = context::tools_named_by(plan);
     let all = cx.deps.tools.specs();
-    if !all.iter().any(|t| named.contains(t.name.as_str())) {
+    if !all.iter().any(|t| named.contains(&t.name.as_str())) {
         return all;
     }
     all.into_iter()
-        .filter(|t| named.contains(t.name.as_str()) || EXPLORING_TOOLS.contains(&t.name.as_str()))
+        .filter(|t| named.contains(&t.name.as_str()) || EXPLORING_TOOLS.contains(&t.name.as_str()))
         .collect()
 }
 
