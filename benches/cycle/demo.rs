@@ -68,6 +68,15 @@ impl Llm for Recording {
                 text,
                 extra_chars,
                 reply_chars,
+                folded_reflection_chars: request
+                    .messages
+                    .last()
+                    .and_then(|m| {
+                        m.content
+                            .find("Reflection due (")
+                            .map(|at| m.content.len() - at)
+                    })
+                    .unwrap_or(0),
             });
         response
     }

@@ -11,6 +11,7 @@ mod checklist;
 mod demo;
 mod llm;
 mod replay;
+mod report;
 mod scenario;
 mod startup;
 mod stats;
@@ -24,6 +25,7 @@ use replan::config::PlanningMode;
 use replan::llm::scenario::{Scenario, ScenarioMode};
 
 use llm::ScriptedLlm;
+use report::Report;
 use stats::Samples;
 use tokens::{CycleTokens, analyse, from_wire};
 use world::World;
@@ -46,11 +48,13 @@ fn main() {
     machine();
 
     let mut template = String::new();
-    cycles(quick, &mut template);
+    let mut report = Report::default();
+    cycles(quick, &mut template, &mut report);
     planning_modes();
-    replays(quick, &template);
+    replays(quick, &template, &mut report);
     checklist_render();
-    start_up(quick);
+    start_up(quick, &mut report);
+    report.write();
     eprintln!("bench finished in {:.1} s", started.elapsed().as_secs_f64());
 }
 
@@ -86,7 +90,7 @@ fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// Whole `replan run` cycles for 5, 20 and 100 subtasks.
-fn cycles(quick: bool, template: &mut String) {
+fn cycles(quick: bool, template: &mut String, report: &mut Report) {
     println!("## Whole cycle (`replan run` on an `issues.opened` event)\n");
     println!(
         "Wall = spawn to exit of the release binary; \"minus LLM\" subtracts the time the scripted \
@@ -128,6 +132,14 @@ fn cycles(quick: bool, template: &mut String) {
                 tokens20 = Some(analyse(&from_wire(&requests)));
             }
         }
+        if n == 20 {
+            report.set("cycle20_llm_round_trips", trips as f64);
+            report.set("cycle20_forge_requests", forge_requests as f64);
+            report.set("cycle20_overhead_ms", net.median());
+        }
+        if n == 100 {
+            report.set("cycle100_peak_rss_mib", rss as f64 / 1024.0);
+        }
         println!(
             "| {n} | {reps} | {trips} | {forge_requests} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} |",
             wall.median(),
@@ -139,6 +151,17 @@ fn cycles(quick: bool, template: &mut String) {
     }
     println!();
     if let Some(t) = tokens20 {
+        report.set("cycle20_prompt_tokens", t.prompt_tokens as f64);
+        report.set("plan_round_trips", t.to_validated_plan as f64);
+        report.set(
+            "reflection_prompt_tokens",
+            t.reflection_prompt_tokens
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0) as f64,
+        );
+        report.set("cacheable_prefix_share", t.previous_prefix_share);
         println!("Tokens of the 20-subtask cycle (single-call planning):\n");
         token_table_header();
         token_row("synthetic, 20 subtasks", "single call", &t);
@@ -287,7 +310,7 @@ fn planning_modes() {
     }
 }
 
-fn replays(quick: bool, template: &str) {
+fn replays(quick: bool, template: &str, report: &mut Report) {
     println!("## History replay (read + parse + replay, one child process per size)\n");
     println!(
         "The history of the 20-subtask cycle ({} entries) repeated as successive runs on one \
@@ -302,6 +325,9 @@ fn replays(quick: bool, template: &str) {
     let dir = tempfile::TempDir::new().expect("temp dir");
     for count in [1_000usize, 10_000, 100_000] {
         let row = replay::measure(dir.path(), template, count, if quick { 1 } else { 3 });
+        if count == 100_000 {
+            report.set("replay100k_ms", row.total_ms.median());
+        }
         println!(
             "| {} | {:.1} | {:.1} ({:.1}) | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} |",
             row.entries,
@@ -335,10 +361,11 @@ fn checklist_render() {
     println!();
 }
 
-fn start_up(quick: bool) {
+fn start_up(quick: bool, report: &mut Report) {
     println!("## Start-up (spawn → first LLM request, local run)\n");
     let llm = ScriptedLlm::start(scenario::cycle_scenario(5), Some(scenario::execute_step()));
     let samples = startup::measure(&llm, if quick { 5 } else { 25 });
+    report.set("startup_ms", samples.median());
     println!("| runs | median ms | min ms | max ms |");
     println!("| ---: | ---: | ---: | ---: |");
     println!(

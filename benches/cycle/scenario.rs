@@ -1,7 +1,8 @@
 //! The scripted model for a cycle whose plan has N subtasks, each writing one file.
 //!
 //! The steps follow the phrases of `tests/scenarios/github_e2e_base.yaml` (the prompts under
-//! `prompts/`); the order matters because later prompts quote earlier ones.
+//! `prompts/`); the order matters because later prompts quote earlier ones. Replies carry the
+//! folded decisions (issue 15) and still parse as the separate calls' replies.
 
 use std::sync::Arc;
 
@@ -42,8 +43,31 @@ pub fn plan_json(n: usize) -> Value {
         "self_check": {"goal_understanding": {"ok": true, "notes": "clear"},
             "task_decomposition": {"ok": true, "notes": "ids unique"},
             "action_plan": {"ok": true, "notes": "tools exist"}},
-        "comment": "Plan completed. Starting execution."
+        "comment": "Plan completed. Starting execution.",
+        // Folded decisions (issue 15): the decision on the plan and the quality self-check.
+        "replan_decision": no_replan(),
+        "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}
     })
+}
+
+fn no_replan() -> Value {
+    json!({"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none",
+           "issues_found": [], "recommended_actions": [], "clarification_needed": false,
+           "clarification_questions": []})
+}
+
+/// The final reply of an attempt with folded decisions: report, the decision on the last tool
+/// result, the judge's verdict, and a reflection for when one is due.
+fn folded_final() -> String {
+    json!({
+        "report": "Wrote the file.",
+        "replan_decision": no_replan(),
+        "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false,
+                    "reason": "done", "missingRequirements": []},
+        "reflection": {"action_evaluated": "write_file", "status": "success",
+                       "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}
+    })
+    .to_string()
 }
 
 fn step(contains: &str, reply: String) -> Step {
@@ -61,6 +85,8 @@ pub fn cycle_scenario(n: usize) -> Scenario {
     let plan = plan_json(n).to_string();
     let steps = vec![
         step("Produce the planning phases", plan.clone()),
+        // Before the decision step: execute turns quote the decision format too.
+        step("created `notes/", folded_final()),
         step("Perform the planning phase", plan),
         step(
             "strict reviewer of execution plans",
@@ -80,11 +106,6 @@ pub fn cycle_scenario(n: usize) -> Scenario {
                 r#"{{"phase": "completion", "summary": {{"goal_achieved": true, "tasks_completed": {n}, "tasks_failed": 0, "key_outcomes": ["notes written"]}}, "done": true, "comment": "All tasks completed"}}"#
             ),
         ),
-        step(
-            "\"replan_decision\"",
-            r#"{"replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}}"#.into(),
-        ),
-        step("created `notes/", "Wrote the file.".into()),
     ];
     Scenario {
         mode: ScenarioMode::Matched,
@@ -92,11 +113,21 @@ pub fn cycle_scenario(n: usize) -> Scenario {
     }
 }
 
-/// "Execute subtask `task_k`" → a `write_file` call for that subtask's file.
+/// "Execute subtask `task_k`" → a `write_file` call for that subtask's file; any other prompt
+/// that asks for a replan decision → no replan. Execute turns quote the decision format when
+/// decisions are folded, so the subtask comes first.
 pub fn execute_step() -> Dynamic {
     Arc::new(|texts: &[String]| {
         const MARK: &str = "Execute subtask `";
-        let text = texts.iter().find(|t| t.contains(MARK))?;
+        let Some(text) = texts.iter().find(|t| t.contains(MARK)) else {
+            return texts
+                .iter()
+                .any(|t| t.contains("\"replan_decision\""))
+                .then(|| Step {
+                    reply: Some(json!({"replan_decision": no_replan()}).to_string()),
+                    ..Step::default()
+                });
+        };
         let rest = &text[text.find(MARK)? + MARK.len()..];
         let id = &rest[..rest.find('`')?];
         Some(Step {

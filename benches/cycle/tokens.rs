@@ -19,6 +19,9 @@ pub struct Prompt {
     /// Tool and response-schema definitions sent alongside.
     pub extra_chars: usize,
     pub reply_chars: usize,
+    /// Characters of a folded reflection request (issue 15) riding on this turn: what asking the
+    /// reflection adds to a prompt that is sent anyway.
+    pub folded_reflection_chars: usize,
 }
 
 impl Prompt {
@@ -37,8 +40,9 @@ pub fn kind_of_text(text: &str) -> &'static str {
         ("Judge whether subtask", "task_judge"),
         ("Reflect on the execution so far", "reflection"),
         ("The plan has finished", "completion"),
-        ("\"replan_decision\"", "replan_decision"),
+        // Execute turns quote the decision format when decisions are folded.
         ("Execute subtask `", "execute"),
+        ("\"replan_decision\"", "replan_decision"),
     ];
     KINDS
         .iter()
@@ -66,9 +70,23 @@ pub fn from_wire(requests: &[Recorded]) -> Vec<Prompt> {
                 system_chars,
                 text,
                 reply_chars: r.reply_chars,
+                folded_reflection_chars: folded_reflection_chars(&r.body),
             }
         })
         .collect()
+}
+
+/// The reflection note (`prompts/reflection_folded.md`) in the request's last message, if any.
+fn folded_reflection_chars(body: &Value) -> usize {
+    const MARK: &str = "Reflection due (";
+    let last = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    last.find(MARK).map_or(0, |at| last.len() - at)
 }
 
 pub struct CycleTokens {
@@ -79,6 +97,9 @@ pub struct CycleTokens {
     pub completion_tokens: usize,
     /// Σ (longest prefix shared with an earlier request of the cycle) / Σ prompt text.
     pub cacheable_share: f64,
+    /// Σ (prefix shared with the immediately preceding request) / Σ prompt text (issue 15's
+    /// `cacheable_prefix_share`: what a provider's prompt cache can reuse call after call).
+    pub previous_prefix_share: f64,
     /// Prefix common to every request of the cycle, over the mean prompt text.
     pub common_prefix_share: f64,
     pub planning_prompt_tokens: Vec<usize>,
@@ -98,6 +119,10 @@ pub fn analyse(prompts: &[Prompt]) -> CycleTokens {
         cached += best;
     }
     let total_text: usize = prompts.iter().map(|p| p.text.len()).sum();
+    let chained: usize = prompts
+        .windows(2)
+        .map(|w| lcp(&w[1].text, &w[0].text))
+        .sum();
     let common = prompts
         .iter()
         .skip(1)
@@ -134,9 +159,18 @@ pub fn analyse(prompts: &[Prompt]) -> CycleTokens {
             .map(|p| p.reply_chars.div_ceil(CHARS_PER_TOKEN))
             .sum(),
         cacheable_share: cached as f64 / total_text.max(1) as f64,
+        previous_prefix_share: chained as f64 / total_text.max(1) as f64,
         common_prefix_share: common as f64 / mean.max(1.0),
         planning_prompt_tokens: tokens_of("planning"),
-        reflection_prompt_tokens: tokens_of("reflection"),
+        reflection_prompt_tokens: tokens_of("reflection")
+            .into_iter()
+            .chain(
+                prompts
+                    .iter()
+                    .filter(|p| p.folded_reflection_chars > 0)
+                    .map(|p| p.folded_reflection_chars.div_ceil(CHARS_PER_TOKEN)),
+            )
+            .collect(),
         by_kind,
     }
 }

@@ -43,8 +43,8 @@ pub use llm::{BudgetConfig, LlmConfig, MaxOutputTokens, Price, ProviderKind, Str
 pub use load::{LoadOptions, LoadedConfig, load, load_local};
 pub use overrides::{ACTION_INPUTS, Override};
 pub use planning::{
-    DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode, ReflectionConfig,
-    ReflectionDepth, RevisionConfig, Strategy,
+    DecisionMode, DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode,
+    ReflectionConfig, ReflectionDepth, RevisionConfig, Strategy,
 };
 pub use reference::reference_markdown;
 pub use refinement::RefinementConfig;

@@ -15,6 +15,10 @@ pub struct PlanningConfig {
     pub decomposition_level: DecompositionLevel,
     /// Our addition (SPEC F5): the three planning phases in one LLM response, or one call per phase.
     pub mode: PlanningMode,
+    /// Issue 15: `folded` asks the replan decisions, the task judge, the quality self-check and
+    /// reflections inside the turns that already talk to the model; `separate` makes one call
+    /// each, as the seeds describe. The history records one entry per decision either way.
+    pub decisions: DecisionMode,
     pub reflection: ReflectionConfig,
     pub revision: RevisionConfig,
     pub history: PlanningHistoryConfig,
@@ -29,6 +33,7 @@ impl Default for PlanningConfig {
             max_subtasks: 100,
             decomposition_level: DecompositionLevel::default(),
             mode: PlanningMode::default(),
+            decisions: DecisionMode::default(),
             reflection: ReflectionConfig::default(),
             revision: RevisionConfig::default(),
             history: PlanningHistoryConfig::default(),
@@ -62,6 +67,16 @@ pub enum PlanningMode {
     #[default]
     SingleCall,
     PerPhase,
+}
+
+/// `planning.decisions`: one round trip per decision, or decisions carried by the reply the
+/// model gives anyway (a reply without them falls back to the separate call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionMode {
+    Separate,
+    #[default]
+    Folded,
 }
 
 /// `planning.reflection` (seed 001 §9.1).

@@ -123,9 +123,8 @@ pub fn available_tools(tools: &ToolRegistry) -> String {
         .join("\n")
 }
 
-/// Seed 000 §6.2 "Available Tools and Their Status": required tools of the draft against the
-/// registry.
-pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
+/// Every tool the plan names (required by a subtask or used by an action), sorted, once each.
+pub fn tools_named_by(plan: &Plan) -> Vec<&str> {
     let mut names: Vec<&str> = plan
         .task_decomposition
         .subtasks
@@ -140,6 +139,13 @@ pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
         .collect();
     names.sort_unstable();
     names.dedup();
+    names
+}
+
+/// Seed 000 §6.2 "Available Tools and Their Status": required tools of the draft against the
+/// registry.
+pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
+    let names = tools_named_by(plan);
     let mut out = available_tools(tools);
     for n in names {
         let status = if tools.contains(n) {
@@ -152,8 +158,59 @@ pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
     out
 }
 
+/// The plan as one line per subtask, in execution order and without states, so the text stays
+/// byte-identical while the plan does (the cached prefix of every execute turn).
+pub fn compact_plan(plan: &Plan) -> String {
+    let lines: Vec<String> = super::step::execution_order(plan)
+        .iter()
+        .filter_map(|id| plan.subtask(id))
+        .map(|t| {
+            let deps = if t.dependencies.is_empty() {
+                String::new()
+            } else {
+                format!(" (after {})", t.dependencies.join(", "))
+            };
+            format!("{}: {}{deps}", t.id, t.description)
+        })
+        .collect();
+    bullet_list(&lines)
+}
+
+/// The plan with each subtask's state, for the decisions that weigh progress (reflection).
+pub fn plan_with_states(plan: &Plan, state: &SessionState) -> String {
+    let lines: Vec<String> = super::step::execution_order(plan)
+        .iter()
+        .filter_map(|id| plan.subtask(id))
+        .map(|t| {
+            let actions: Vec<String> = plan
+                .action_plan
+                .actions
+                .iter()
+                .filter(|a| a.task_id == t.id)
+                .map(|a| {
+                    format!(
+                        "{} {} → {}",
+                        a.tool.as_deref().unwrap_or(a.action_type.as_str()),
+                        a.purpose,
+                        a.expected_outcome
+                    )
+                })
+                .collect();
+            format!(
+                "[{}] {}: {} ({})",
+                state_label(state.task_state(&t.id)),
+                t.id,
+                t.description,
+                actions.join("; ")
+            )
+        })
+        .collect();
+    bullet_list(&lines)
+}
+
+/// Compact JSON: indentation would cost a third more tokens on every call that quotes a plan.
 pub fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into())
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
 pub fn bullet_list(items: &[String]) -> String {
@@ -203,14 +260,33 @@ pub fn decomposition_instructions(cfg: &Config) -> &'static str {
     }
 }
 
+/// The system prompt: short and the same for every call of a thread, so it heads every cached
+/// prefix. The planning process lives in `planning_rules`, sent with the planning calls only.
 pub fn system_prompt(
     prompts: &super::prompts::Prompts,
+    cfg: &Config,
+) -> Result<String, super::prompts::PromptError> {
+    with_strategy(prompts, "system", cfg)
+}
+
+/// Seed 001's planning process with the configured strategy and limits.
+pub fn planning_rules(
+    prompts: &super::prompts::Prompts,
+    cfg: &Config,
+) -> Result<String, super::prompts::PromptError> {
+    with_strategy(prompts, "planning_rules", cfg)
+}
+
+/// Renders `name` with the strategy values (an override of either template may use them).
+fn with_strategy(
+    prompts: &super::prompts::Prompts,
+    name: &str,
     cfg: &Config,
 ) -> Result<String, super::prompts::PromptError> {
     let max = cfg.planning.max_subtasks.to_string();
     let interval = cfg.planning.reflection.trigger_interval.to_string();
     prompts.render(
-        "system",
+        name,
         &[
             ("strategy_name", strategy_name(cfg)),
             ("strategy_instructions", strategy_instructions(cfg)),
@@ -232,18 +308,18 @@ mod tests {
     #[test]
     fn strategy_and_decomposition_level_change_the_planning_instructions() {
         let mut cfg = Config::default();
-        let cot = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        let cot = planning_rules(&Prompts::built_in(), &cfg).unwrap();
         assert!(cot.contains("Task Decomposition (Chain-of-Thought)"));
         assert!(cot.contains("Develop thought process step by step"));
         cfg.planning.strategy = Strategy::Hierarchical;
         cfg.planning.decomposition_level = DecompositionLevel::Minimal;
         cfg.planning.max_subtasks = 7;
-        let h = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        let h = planning_rules(&Prompts::built_in(), &cfg).unwrap();
         assert!(h.contains("Hierarchical Task Network") && h.contains("Build a hierarchy"));
         assert!(h.contains("as few subtasks as possible") && h.contains("At most 7 subtasks"));
         cfg.planning.strategy = Strategy::Simple;
         cfg.planning.decomposition_level = DecompositionLevel::Detailed;
-        let s = system_prompt(&Prompts::built_in(), &cfg).unwrap();
+        let s = planning_rules(&Prompts::built_in(), &cfg).unwrap();
         assert!(s.contains("List the direct steps") && s.contains("fine-grained"));
     }
 }

@@ -10,7 +10,8 @@ use super::{EngineInput, phases};
 use crate::config::Config;
 use crate::history::entry::{EntryBody, RunRequest, RunStatus, UsageTotals};
 use crate::history::{HistoryError, SessionState};
-use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json};
+use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json, schema_for};
+use crate::llm::types::ResponseSchema;
 use crate::llm::{ChatRequest, Llm, LlmError, Message};
 use crate::report::{Notice, Reporter};
 use crate::tools::ToolRegistry;
@@ -103,6 +104,7 @@ impl Cx<'_> {
             messages: vec![Message::user(prompt)],
             max_tokens: Some(self.cfg().llm.max_output_tokens.for_purpose(purpose)),
             purpose: purpose.to_string(),
+            cache_key: Some(format!("replan-{}", self.deps.run_id)),
             ..ChatRequest::default()
         })
     }
@@ -115,7 +117,8 @@ impl Cx<'_> {
         purpose: &str,
         prompt: String,
     ) -> Result<Result<T, StructuredFailure>, CycleError> {
-        let request = self.request(purpose, prompt)?;
+        let mut request = self.request(purpose, prompt)?;
+        request.response_schema = Some(compact_schema(schema_for::<T>()));
         let opts = StructuredOptions {
             output_ceiling: self.cfg().llm.max_output_tokens.ceiling,
             tool_names: self.deps.tools.names().map(str::to_string).collect(),
@@ -125,6 +128,34 @@ impl Cx<'_> {
         batch.usage(reply.totals());
         Ok(reply.value)
     }
+}
+
+/// The schema without its `description`s and `title`s: the prompt's own reply example explains
+/// the fields, and every call would otherwise pay for the doc comments again (issue 15).
+fn compact_schema(mut schema: ResponseSchema) -> ResponseSchema {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                // Only keyword positions: a property may itself be named `description`.
+                for key in ["description", "title"] {
+                    if map.get(key).is_some_and(serde_json::Value::is_string) {
+                        map.remove(key);
+                    }
+                }
+                for (key, v) in map.iter_mut() {
+                    if key != "properties" {
+                        strip(v);
+                    } else if let serde_json::Value::Object(props) = v {
+                        props.values_mut().for_each(strip);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut schema.schema);
+    schema
 }
 
 /// Run one cycle on a thread whose history replays to `state`.

@@ -31,8 +31,12 @@ pub enum DecisionOutcome {
 pub struct DecisionAsk {
     pub phase: Phase,
     pub trigger: Option<ReplanTrigger>,
-    /// The full decision prompt (seed 000 §4.2–8.2 with the decision format filled in).
+    /// The full decision prompt (seed 000 §4.2–8.2 with the decision format filled in); sent
+    /// when no `answer` was folded into another reply, and with an escalation.
     pub prompt: String,
+    /// The decision the model already gave inside another reply (`planning.decisions: folded`):
+    /// no call is made for it.
+    pub answer: Option<ReplanDecision>,
 }
 
 /// The `{replan_decision_format}` block with the phase's own fields (§4.4–8.4).
@@ -79,9 +83,13 @@ pub async fn decide(
     let cfg = &cx.cfg().planning.replanning;
     let started = (cx.deps.clock)();
     let purpose = format!("replan_decision.{}", ask.phase.as_str());
-    let reply = cx
-        .ask::<ReplanDecisionResponse>(batch, &purpose, ask.prompt.clone())
-        .await?;
+    let reply = match ask.answer.clone() {
+        Some(replan_decision) => Ok(ReplanDecisionResponse { replan_decision }),
+        None => {
+            cx.ask::<ReplanDecisionResponse>(batch, &purpose, ask.prompt.clone())
+                .await?
+        }
+    };
     let (decision, parse_error, raw_reply) = match reply {
         Ok(r) => (r.replan_decision, None, None),
         Err(failure) => {

@@ -74,6 +74,16 @@ impl fmt::Display for DemoReport {
 
 /// Run the demo in `dir` (created if needed) or in a new directory under the system temp dir.
 pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
+    run_demo_with(dir, Config::default(), None).await
+}
+
+/// The demo under another configuration (e.g. `planning.decisions: separate`), with `llm` in
+/// place of the bundled scripted model (e.g. one that records the requests around it).
+pub async fn run_demo_with(
+    dir: Option<PathBuf>,
+    config: Config,
+    llm: Option<Arc<dyn Llm>>,
+) -> Result<DemoReport, DemoError> {
     let dir = match dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -89,7 +99,6 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
         message: e,
     };
     let workspace = Workspace::new(&workspace_dir).map_err(setup)?;
-    let config = Config::default();
     let tools = build_registry(ToolContext::new(workspace, config.tools.clone())).await;
 
     let thread = ThreadRef::issue(1);
@@ -122,7 +131,10 @@ pub async fn run_demo(dir: Option<PathBuf>) -> Result<DemoReport, DemoError> {
         author: "octocat".into(),
     };
     let deps = CycleDeps {
-        llm: Arc::new(FirstMatchLlm::new(DEMO_SCENARIO)?),
+        llm: match llm {
+            Some(llm) => llm,
+            None => Arc::new(FirstMatchLlm::new(DEMO_SCENARIO)?),
+        },
         tools: tools.registry,
         reporter: reporter.clone(),
         store: Arc::new(BackendSink {

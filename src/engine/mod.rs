@@ -9,6 +9,7 @@ pub mod context;
 pub mod cycle;
 pub mod decide;
 pub mod demo;
+pub mod folded;
 pub mod input;
 pub mod journal;
 pub mod judge;

@@ -16,6 +16,30 @@ pub const OVERRIDE_DIR: &str = ".github/replan/prompts";
 
 const BUILT_IN: &[(&str, &str)] = &[
     ("system", include_str!("../../prompts/system.md")),
+    (
+        "planning_rules",
+        include_str!("../../prompts/planning_rules.md"),
+    ),
+    (
+        "planning_folded",
+        include_str!("../../prompts/planning_folded.md"),
+    ),
+    (
+        "planning_folded_quality",
+        include_str!("../../prompts/planning_folded_quality.md"),
+    ),
+    (
+        "execute_folded_rules",
+        include_str!("../../prompts/execute_folded_rules.md"),
+    ),
+    (
+        "execute_separate_rules",
+        include_str!("../../prompts/execute_separate_rules.md"),
+    ),
+    (
+        "reflection_folded",
+        include_str!("../../prompts/reflection_folded.md"),
+    ),
     ("escalation", super::replan::ESCALATION_TEMPLATE),
     (
         "planning_single",
@@ -98,6 +122,72 @@ pub enum PromptError {
     },
     #[error("cannot read the prompt override {path}: {message}")]
     Override { path: String, message: String },
+}
+
+/// Token budget of each template: the largest whole request it may make on the bundled sample
+/// issue (system prompt, messages, tool calls, tool specs and response schema, at 4 characters a
+/// token); `tests/all/engine/budgets.rs` fails when the sample issue exceeds one. Parts rendered
+/// into another template (`planning_rules`, `execute_*_rules`, `decision_format`, ...) count in
+/// their parent's budget; `reflection_folded` is the note a folded reflection adds to a turn.
+pub const BUDGETS: &[(&str, usize)] = &[
+    ("planning_single", 1_990),
+    ("planning_phase", 1_990),
+    ("decision_goal_understanding", 1_300),
+    ("decision_task_decomposition", 1_650),
+    ("decision_action_sequence", 1_800),
+    ("decision_plan", 2_200),
+    ("decision_execution", 1_250),
+    ("decision_reflection", 1_300),
+    ("escalation", 2_000),
+    ("quality_judge", 1_000),
+    ("execute", 1_400),
+    ("reflection", 490),
+    ("reflection_folded", 200),
+    ("task_judge", 850),
+    ("task_split", 1_500),
+    ("task_alternatives", 1_500),
+    ("completion", 500),
+    ("legacy", 1_500),
+];
+
+/// The template a request of `purpose` was rendered from (as the engine names its calls).
+pub fn template_of_purpose(purpose: &str, cfg: &crate::config::Config) -> Option<&'static str> {
+    let head = purpose.split('.').next().unwrap_or(purpose);
+    let rest = purpose
+        .strip_prefix(head)
+        .unwrap_or("")
+        .trim_start_matches('.');
+    Some(match head {
+        "planning" if rest.is_empty() => "planning_single",
+        "planning" if matches!(rest, "refinement" | "validation_retry") => {
+            match cfg.planning.mode {
+                crate::config::PlanningMode::SingleCall => "planning_single",
+                crate::config::PlanningMode::PerPhase => "planning_phase",
+            }
+        }
+        "planning" => "planning_phase",
+        "replan_decision" if rest.ends_with("escalation") => "escalation",
+        "replan_decision" => match rest {
+            "goal_understanding" => "decision_goal_understanding",
+            "task_decomposition" => "decision_task_decomposition",
+            "action_sequence" if cfg.planning.mode == crate::config::PlanningMode::SingleCall => {
+                "decision_plan"
+            }
+            "action_sequence" => "decision_action_sequence",
+            "execution" => "decision_execution",
+            "reflection" => "decision_reflection",
+            _ => return None,
+        },
+        "quality_judge" => "quality_judge",
+        "execute" => "execute",
+        "reflection" => "reflection",
+        "judge" => "task_judge",
+        "task_split" => "task_split",
+        "task_alternatives" => "task_alternatives",
+        "completion" => "completion",
+        "legacy" => "legacy",
+        _ => return None,
+    })
 }
 
 /// The templates of one run: built-in, or the repository's override when it has one.
@@ -208,7 +298,7 @@ mod tests {
         );
         assert!(
             prompts
-                .template("system")
+                .template("planning_rules")
                 .unwrap()
                 .contains("Planning Process")
         );

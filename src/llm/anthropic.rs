@@ -106,15 +106,27 @@ impl Anthropic {
                         "cache_control": {"type": "ephemeral"}}]),
             );
         }
-        body.insert(
-            "messages".into(),
-            Value::Array(wire_messages(&request.messages)),
-        );
+        let mut messages = wire_messages(&request.messages);
+        // Cache the conversation so far: the next turn of a tool loop repeats all of it.
+        if let Some(block) = messages
+            .last_mut()
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+            .and_then(Value::as_object_mut)
+        {
+            block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
+        body.insert("messages".into(), Value::Array(messages));
         let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
             .collect();
+        // The tool specs head the cached prefix (tools, then system, then messages).
+        if let Some(last) = tools.last_mut().and_then(Value::as_object_mut) {
+            last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
         if let Some(schema) = self.forced_schema(request) {
             tools.push(json!({
                 "name": schema.name,
@@ -380,11 +392,17 @@ mod tests {
             json!({"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "t1"}})
         );
         assert_eq!(messages[2]["role"], "user");
+        // The last block and the last tool spec are cache breakpoints (issue 15).
         assert_eq!(
             messages[2]["content"][1],
-            json!({"type": "tool_result", "tool_use_id": "t2", "content": "two"})
+            json!({"type": "tool_result", "tool_use_id": "t2", "content": "two",
+                   "cache_control": {"type": "ephemeral"}})
         );
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
         assert_eq!(body["tools"][1]["name"], "Decision");
         assert_eq!(
             body["tool_choice"],

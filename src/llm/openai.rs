@@ -190,6 +190,12 @@ impl OpenAiCompatible {
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
         }
+        // Only OpenAI's own API knows the key; some compatible servers refuse unknown fields.
+        if let Some(key) = &request.cache_key
+            && self.settings.url.starts_with("https://api.openai.com/")
+        {
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
         match (mode, schema) {
             (StructuredOutput::JsonSchema | StructuredOutput::Auto, Some(schema)) => {
                 body.insert(
@@ -607,5 +613,22 @@ mod tests {
         assert!(forced.get("response_format").is_none());
         assert_eq!(forced["tool_choice"]["function"]["name"], "R");
         assert_eq!(forced["tools"][1]["function"]["name"], "R");
+        // The prompt cache key goes to OpenAI's own API only.
+        let keyed = ChatRequest {
+            cache_key: Some("replan-run-1".into()),
+            ..request.clone()
+        };
+        assert!(
+            llm.body(&keyed, StructuredOutput::Auto)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        let mut settings = llm.settings.clone();
+        settings.url = "https://api.openai.com/v1/chat/completions".into();
+        let openai = OpenAiCompatible::new(settings).unwrap();
+        assert_eq!(
+            openai.body(&keyed, StructuredOutput::Auto)["prompt_cache_key"],
+            "replan-run-1"
+        );
     }
 }

@@ -108,6 +108,9 @@ pub struct ChatRequest {
     pub response_schema: Option<ResponseSchema>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// Calls with the same key share a prompt prefix (one thread's run): OpenAI routes them to
+    /// the same prompt cache (`prompt_cache_key`).
+    pub cache_key: Option<String>,
     /// What this call is for (`planning`, `replan_decision.execution`, `execute`, `judge`, ...).
     /// Logged and used by the scripted provider to match scenario steps; never sent to a model.
     pub purpose: String,

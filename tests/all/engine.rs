@@ -3,6 +3,7 @@
 
 mod fixtures;
 
+mod budgets;
 mod commands;
 mod decisions;
 mod demo;

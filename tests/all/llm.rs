@@ -231,9 +231,11 @@ steps:
                 messages[1]["content"][0]["input"],
                 json!({"path": "README.md"})
             );
+            // The last block is a cache breakpoint: the next turn repeats everything up to it.
             assert_eq!(
                 messages[2]["content"][0],
-                json!({"type": "tool_result", "tool_use_id": call.id, "content": "# Replan readme"})
+                json!({"type": "tool_result", "tool_use_id": call.id, "content": "# Replan readme",
+                       "cache_control": {"type": "ephemeral"}})
             );
         }
     }

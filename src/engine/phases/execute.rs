@@ -5,13 +5,15 @@
 
 use super::{judge, reflect};
 use crate::engine::batch::Batch;
-use crate::engine::context::{self, json};
+use crate::engine::context;
 use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
+use crate::engine::folded::{FoldedTurn, is_folded};
+use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{ChatRequest, Message, Role};
-use crate::plan::{ReplanTrigger, TaskState};
-use crate::tools::ToolErrorKind;
+use crate::plan::{ReplanDecision, ReplanTrigger};
+use crate::tools::{ToolError, ToolErrorKind};
 use sha2::{Digest, Sha256};
 
 /// Model turns per attempt. Each turn is a paid call; a subtask that needs more is better judged
@@ -23,10 +25,27 @@ const SUMMARY_CHARS: usize = 200;
 
 /// How one attempt ended before the judge.
 enum AttemptEnd {
-    /// The model stopped calling tools (or ran out of turns): judge the subtask.
-    Judge(String),
+    /// The model stopped calling tools (or ran out of turns): judge the subtask, with the
+    /// verdict the final reply carried when decisions are folded.
+    Judge(String, Option<JudgeVerdict>),
     /// A replan, a pause or a hand-off was recorded: no judge.
     Stop(Option<RunStatus>),
+}
+
+/// The last tool result, whose decision (and reflection, when due) is still owed.
+struct Owed {
+    tool: String,
+    content: String,
+    error: Option<ToolError>,
+    consecutive_errors: u32,
+    reflect: Option<&'static str>,
+}
+
+/// What the attempt does after a settled tool result.
+enum Settled {
+    Go,
+    Retry,
+    Stop(AttemptEnd),
 }
 
 pub async fn attempt(
@@ -41,8 +60,8 @@ pub async fn attempt(
             fx.end = status;
             Ok(fx)
         }
-        AttemptEnd::Judge(report) => {
-            judge::judge_task(cx, batch, task_id, &report, &mut fx).await?;
+        AttemptEnd::Judge(report, verdict) => {
+            judge::judge_task(cx, batch, task_id, &report, verdict, &mut fx).await?;
             Ok(fx)
         }
     }
@@ -54,58 +73,40 @@ async fn tool_loop(
     task_id: &str,
     fx: &mut StepEffects,
 ) -> Result<AttemptEnd, CycleError> {
-    let plan = batch.state.plan.clone().unwrap_or_default();
+    let folded = is_folded(cx.cfg().planning.decisions);
+    let mut request = execute_request(cx, batch, task_id, folded)?;
     let version = batch.state.plan_version;
-    let Some(task) = plan.subtask(task_id).cloned() else {
-        return Err(CycleError::Fatal(format!(
-            "subtask {task_id} is not in the plan"
-        )));
-    };
-    let planned: Vec<_> = plan
-        .action_plan
-        .actions
-        .iter()
-        .filter(|a| a.task_id == task_id)
-        .cloned()
-        .collect();
-    let done: Vec<String> = plan
-        .task_decomposition
-        .subtasks
-        .iter()
-        .filter(|t| batch.state.task_state(&t.id) == TaskState::Done)
-        .map(|t| format!("{}: {}", t.id, t.description))
-        .collect();
-    let notes = match batch.state.continuations.get(task_id) {
-        Some(n) => format!(
-            "This is continuation #{n}: the previous attempt did not finish the subtask. {}",
-            batch
-                .state
-                .tasks
-                .get(task_id)
-                .and_then(|t| t.note.clone())
-                .unwrap_or_default()
-        ),
-        None => "(first attempt)".to_string(),
-    };
-    let prompt = cx.render(
-        "execute",
-        &[
-            ("task_id", task_id),
-            ("task_description", &task.description),
-            ("planned_actions", &json(&planned)),
-            ("goal", &plan.goal_understanding.main_objective),
-            ("done_tasks", &context::bullet_list(&done)),
-            ("attempt_notes", &notes),
-        ],
-    )?;
-    let mut request = cx.request(&format!("execute.{task_id}"), prompt)?;
-    request.tools = cx.deps.tools.specs();
     let mut consecutive_errors = 0u32;
+    let mut owed: Option<Owed> = None;
     for _turn in 0..MAX_TOOL_TURNS {
         let response = cx.deps.llm.chat(&request).await?;
         batch.usage(response.totals());
+        let turn = if folded {
+            FoldedTurn::parse(response.text.as_deref())
+        } else {
+            FoldedTurn::default()
+        };
+        if let Some(o) = owed.take() {
+            match settle(cx, batch, &request, task_id, version, o, &turn, fx).await? {
+                Settled::Go => {}
+                Settled::Stop(end) => return Ok(end),
+                Settled::Retry if response.tool_calls.is_empty() => {
+                    request
+                        .messages
+                        .push(Message::assistant(response.text.unwrap_or_default()));
+                    request.messages.push(Message::user(RETRY));
+                    continue;
+                }
+                // The model already made its next move, which is the retry.
+                Settled::Retry => {}
+            }
+        }
         if response.tool_calls.is_empty() {
-            return Ok(AttemptEnd::Judge(response.text.unwrap_or_default()));
+            let text = response.text.unwrap_or_default();
+            return Ok(AttemptEnd::Judge(
+                turn.report.clone().unwrap_or(text),
+                turn.verdict,
+            ));
         }
         request.messages.push(Message {
             role: Role::Assistant,
@@ -133,68 +134,230 @@ async fn tool_loop(
                 summary: content.chars().take(SUMMARY_CHARS).collect(),
                 duration_ms,
             });
-            request
-                .messages
-                .push(Message::tool_result(call.id.clone(), content.clone()));
             consecutive_errors = if error.is_some() {
                 consecutive_errors + 1
             } else {
                 0
             };
-
-            // Seed 000 §7: the execution decision after every action.
-            let outcome = execution_decision(
-                cx,
-                batch,
-                &request,
-                &call.name,
-                &content,
-                error.as_ref(),
+            let reflect = reflection_due(cx, batch, error.is_some())
+                .or(owed.as_ref().and_then(|o| o.reflect));
+            let this = Owed {
+                tool: call.name.clone(),
+                content: content.clone(),
+                error,
                 consecutive_errors,
-                fx,
-            )
-            .await?;
-            match outcome {
-                DecisionOutcome::Continue => {}
-                DecisionOutcome::Retry => request.messages.push(Message::user(
-                    "The last action should be retried: call the tool again (the error looked transient).",
-                )),
-                DecisionOutcome::Replan(_) => return Ok(AttemptEnd::Stop(None)),
-                DecisionOutcome::Waiting(status) => return Ok(AttemptEnd::Stop(Some(status))),
-                DecisionOutcome::HumanNeeded => {
-                    return Ok(AttemptEnd::Stop(Some(RunStatus::RequiresHumanIntervention)));
-                }
-            }
-
-            // Seed 001 §7.4.1 `_should_reflect`: on error, and every `trigger_interval` actions.
-            let rcfg = &cx.cfg().planning.reflection;
-            let interval = u64::from(rcfg.trigger_interval);
-            let reason = if error.is_some() && rcfg.trigger_on_error {
-                Some("a tool returned an error")
-            } else if interval > 0 && batch.state.actions_executed.is_multiple_of(interval) {
-                Some("periodic reflection")
-            } else {
-                None
+                reflect,
             };
-            if rcfg.enabled
-                && let Some(reason) = reason
-            {
-                match reflect::reflect(cx, batch, task_id, reason, fx).await? {
-                    reflect::ReflectEnd::Continue => {}
-                    reflect::ReflectEnd::Revised => return Ok(AttemptEnd::Stop(None)),
-                    reflect::ReflectEnd::HumanNeeded => {
-                        return Ok(AttemptEnd::Stop(Some(RunStatus::RequiresHumanIntervention)));
-                    }
-                }
+            if folded {
+                // The decision on this result (and a due reflection) rides on the next reply.
+                let note = reflect.map(|r| reflection_note(cx, r)).transpose()?;
+                let sent = match note {
+                    Some(note) => format!("{content}\n\n{note}"),
+                    None => content,
+                };
+                request
+                    .messages
+                    .push(Message::tool_result(call.id.clone(), sent));
+                owed = Some(this);
+                continue;
             }
-            if batch.state.plan_version != version || batch.state.planning.is_some() {
-                return Ok(AttemptEnd::Stop(None));
+            request
+                .messages
+                .push(Message::tool_result(call.id.clone(), content));
+            let none = FoldedTurn::default();
+            match settle(cx, batch, &request, task_id, version, this, &none, fx).await? {
+                Settled::Go => {}
+                Settled::Retry => request.messages.push(Message::user(RETRY)),
+                Settled::Stop(end) => return Ok(end),
             }
         }
     }
-    Ok(AttemptEnd::Judge(format!(
-        "(the attempt used all {MAX_TOOL_TURNS} model turns without a final report)"
-    )))
+    if let Some(o) = owed.take() {
+        // No turn was left to carry the decision: ask it on its own.
+        let none = FoldedTurn::default();
+        if let Settled::Stop(end) =
+            settle(cx, batch, &request, task_id, version, o, &none, fx).await?
+        {
+            return Ok(end);
+        }
+    }
+    Ok(AttemptEnd::Judge(
+        format!("(the attempt used all {MAX_TOOL_TURNS} model turns without a final report)"),
+        None,
+    ))
+}
+
+const RETRY: &str =
+    "The last action should be retried: call the tool again (the error looked transient).";
+
+/// The attempt's request: the plan and the reply rules first (byte-identical for every subtask of
+/// a plan, so providers can cache them), the subtask last.
+fn execute_request(
+    cx: &Cx<'_>,
+    batch: &Batch,
+    task_id: &str,
+    folded: bool,
+) -> Result<ChatRequest, CycleError> {
+    let plan = batch.state.plan.clone().unwrap_or_default();
+    let Some(task) = plan.subtask(task_id).cloned() else {
+        return Err(CycleError::Fatal(format!(
+            "subtask {task_id} is not in the plan"
+        )));
+    };
+    let planned: Vec<String> = plan
+        .action_plan
+        .actions
+        .iter()
+        .filter(|a| a.task_id == task_id)
+        .map(|a| {
+            format!(
+                "{} → {}: {}",
+                a.tool.as_deref().unwrap_or(a.action_type.as_str()),
+                a.purpose,
+                a.expected_outcome
+            )
+        })
+        .collect();
+    let notes = match batch.state.continuations.get(task_id) {
+        Some(n) => format!(
+            "This is continuation #{n}: the previous attempt did not finish the subtask. {}",
+            batch
+                .state
+                .tasks
+                .get(task_id)
+                .and_then(|t| t.note.clone())
+                .unwrap_or_default()
+        ),
+        None => "(first attempt)".to_string(),
+    };
+    let remaining = crate::engine::step::execution_order(&plan)
+        .into_iter()
+        .filter(|id| !batch.state.task_state(id).is_terminal() && id != task_id)
+        .count();
+    let rules = if folded {
+        cx.render("execute_folded_rules", &[])?
+    } else {
+        cx.render("execute_separate_rules", &[])?
+    };
+    let prompt = cx.render(
+        "execute",
+        &[
+            ("goal", &plan.goal_understanding.main_objective),
+            ("plan", &context::compact_plan(&plan)),
+            ("reply_rules", &rules),
+            ("task_id", task_id),
+            ("task_description", &task.description),
+            ("planned_actions", &context::bullet_list(&planned)),
+            (
+                "progress",
+                &format!(
+                    "{}/{} subtasks done, {remaining} others left; {} actions so far, {} failed",
+                    batch.state.tasks_done(),
+                    batch.state.tasks_total(),
+                    batch.state.actions_executed,
+                    batch.state.action_errors
+                ),
+            ),
+            ("attempt_notes", &notes),
+        ],
+    )?;
+    let mut request = cx.request(&format!("execute.{task_id}"), prompt)?;
+    request.tools = plan_tools(cx, &plan);
+    Ok(request)
+}
+
+/// Tools any subtask may look around with, whatever the plan names (a plan that needs `search`
+/// names it: its spec is the largest of the built-ins).
+const EXPLORING_TOOLS: [&str; 2] = ["read_file", "list_files"];
+
+/// The specs of the tools the plan uses plus the exploring ones: every spec is paid on every
+/// turn, and the set stays the same for the whole plan so it stays in the cached prefix. A plan
+/// that names no known tool gets them all.
+fn plan_tools(cx: &Cx<'_>, plan: &crate::plan::Plan) -> Vec<crate::llm::ToolSpec> {
+    let named = context::tools_named_by(plan);
+    let all = cx.deps.tools.specs();
+    if !all.iter().any(|t| named.contains(&t.name.as_str())) {
+        return all;
+    }
+    all.into_iter()
+        .filter(|t| named.contains(&t.name.as_str()) || EXPLORING_TOOLS.contains(&t.name.as_str()))
+        .collect()
+}
+
+/// Seed 001 §7.4.1 `_should_reflect`: on error, and every `trigger_interval` actions.
+fn reflection_due(cx: &Cx<'_>, batch: &Batch, failed: bool) -> Option<&'static str> {
+    let rcfg = &cx.cfg().planning.reflection;
+    if !rcfg.enabled {
+        return None;
+    }
+    let interval = u64::from(rcfg.trigger_interval);
+    if failed && rcfg.trigger_on_error {
+        Some("a tool returned an error")
+    } else if interval > 0 && batch.state.actions_executed.is_multiple_of(interval) {
+        Some("periodic reflection")
+    } else {
+        None
+    }
+}
+
+fn reflection_note(cx: &Cx<'_>, reason: &str) -> Result<String, CycleError> {
+    cx.render("reflection_folded", &[("reason", reason)])
+}
+
+/// The decision on one tool result (seed 000 §7), then a due reflection; each taken from the
+/// folded reply when it carries it, else asked on its own.
+#[allow(clippy::too_many_arguments)]
+async fn settle(
+    cx: &Cx<'_>,
+    batch: &mut Batch,
+    request: &ChatRequest,
+    task_id: &str,
+    version: u32,
+    owed: Owed,
+    turn: &FoldedTurn,
+    fx: &mut StepEffects,
+) -> Result<Settled, CycleError> {
+    let outcome = execution_decision(
+        cx,
+        batch,
+        request,
+        &owed.tool,
+        &owed.content,
+        owed.error.as_ref(),
+        owed.consecutive_errors,
+        turn.replan_decision.clone(),
+        fx,
+    )
+    .await?;
+    let retry = match outcome {
+        DecisionOutcome::Continue => false,
+        DecisionOutcome::Retry => true,
+        DecisionOutcome::Replan(_) => return Ok(Settled::Stop(AttemptEnd::Stop(None))),
+        DecisionOutcome::Waiting(status) => {
+            return Ok(Settled::Stop(AttemptEnd::Stop(Some(status))));
+        }
+        DecisionOutcome::HumanNeeded => {
+            return Ok(Settled::Stop(AttemptEnd::Stop(Some(
+                RunStatus::RequiresHumanIntervention,
+            ))));
+        }
+    };
+    if let Some(reason) = owed.reflect {
+        let given = turn.reflection_response();
+        match reflect::reflect(cx, batch, task_id, reason, given, fx).await? {
+            reflect::ReflectEnd::Continue => {}
+            reflect::ReflectEnd::Revised => return Ok(Settled::Stop(AttemptEnd::Stop(None))),
+            reflect::ReflectEnd::HumanNeeded => {
+                return Ok(Settled::Stop(AttemptEnd::Stop(Some(
+                    RunStatus::RequiresHumanIntervention,
+                ))));
+            }
+        }
+    }
+    if batch.state.plan_version != version || batch.state.planning.is_some() {
+        return Ok(Settled::Stop(AttemptEnd::Stop(None)));
+    }
+    Ok(if retry { Settled::Retry } else { Settled::Go })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -204,8 +367,9 @@ async fn execution_decision(
     request: &ChatRequest,
     tool: &str,
     content: &str,
-    error: Option<&crate::tools::ToolError>,
+    error: Option<&ToolError>,
     consecutive_errors: u32,
+    answer: Option<ReplanDecision>,
     fx: &mut StepEffects,
 ) -> Result<DecisionOutcome, CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
@@ -263,6 +427,7 @@ async fn execution_decision(
             phase: crate::plan::Phase::Execution,
             trigger: trigger.or(Some(ReplanTrigger::ContextChanged)),
             prompt,
+            answer,
         },
         &mut fx.notices,
     )

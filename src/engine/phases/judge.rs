@@ -27,6 +27,7 @@ pub async fn judge_task(
     batch: &mut Batch,
     task_id: &str,
     report: &str,
+    given: Option<JudgeVerdict>,
     fx: &mut StepEffects,
 ) -> Result<(), CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
@@ -67,10 +68,15 @@ pub async fn judge_task(
             ("max_attempts", &MAX_CONTINUATIONS.to_string()),
         ],
     )?;
-    let verdict = match cx
-        .ask::<JudgeVerdict>(batch, &format!("judge.{task_id}"), prompt)
-        .await?
-    {
+    let asked = match given {
+        // Folded: the attempt's final reply carried the verdict.
+        Some(v) => Ok(v),
+        None => {
+            cx.ask::<JudgeVerdict>(batch, &format!("judge.{task_id}"), prompt)
+                .await?
+        }
+    };
+    let verdict = match asked {
         Ok(v) => v,
         Err(f) => JudgeVerdict {
             success: false,

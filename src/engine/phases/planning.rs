@@ -5,7 +5,9 @@ use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
 use crate::engine::cycle::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
+use crate::engine::folded::{FoldedPlanning, is_folded};
 use crate::engine::replan::carry_over_from_state;
+use crate::engine::step::{Step, next_step};
 use crate::history::entry::{DraftSource, EntryBody, RunStatus};
 use crate::history::state::PlanningWork;
 use crate::plan::validate::{ValidationRules, validate};
@@ -24,6 +26,15 @@ pub struct PlanningReply {
     pub planning: PlanningResponse,
     #[serde(default)]
     pub self_check: Value,
+}
+
+/// `planning.decisions: folded`: the draft plus the decision and quality self-check on it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct FoldedPlanningReply {
+    #[serde(flatten)]
+    pub reply: PlanningReply,
+    #[serde(flatten)]
+    pub folded: FoldedPlanning,
 }
 
 fn work(batch: &Batch) -> PlanningWork {
@@ -123,6 +134,7 @@ pub(crate) async fn ask_draft(
     let tools = context::available_tools(&cx.deps.tools);
     let fixed = fixed_parts(w, first);
     let fb = feedback(w, extra_feedback);
+    let rules = context::planning_rules(&cx.deps.prompts, cx.cfg())?;
     let (template, purpose, phase_text) = if first == last {
         let instructions = cx.render(&format!("phase_{}", first.as_str()), &[])?;
         (
@@ -134,6 +146,12 @@ pub(crate) async fn ask_draft(
         ("planning_single", "planning".to_string(), String::new())
     };
     let phases = phase_list(first, last);
+    let folded = is_folded(cx.cfg().planning.decisions);
+    let checks = if folded {
+        folded_checks(cx, first, last)?
+    } else {
+        String::new()
+    };
     let prompt = if template == "planning_phase" {
         cx.render(
             template,
@@ -145,6 +163,8 @@ pub(crate) async fn ask_draft(
                 ("feedback", &fb),
                 ("available_tools", &tools),
                 ("phase_instructions", &phase_text),
+                ("folded_checks", &checks),
+                ("planning_rules", &rules),
             ],
         )?
     } else {
@@ -157,6 +177,8 @@ pub(crate) async fn ask_draft(
                 ("fixed_parts", &fixed),
                 ("feedback", &fb),
                 ("available_tools", &tools),
+                ("folded_checks", &checks),
+                ("planning_rules", &rules),
             ],
         )?
     };
@@ -165,15 +187,29 @@ pub(crate) async fn ask_draft(
         DraftSource::ValidationRetry => "planning.validation_retry".to_string(),
         _ => purpose,
     };
-    let (reply, mut parse_problem) = match cx.ask::<PlanningReply>(batch, &purpose, prompt).await? {
-        Ok(r) => (r, None),
-        Err(f) => (
+    let unusable = |f: crate::llm::StructuredFailure| {
+        (
             PlanningReply {
                 planning: PlanningResponse::default(),
                 self_check: Value::Null,
             },
+            FoldedPlanning::default(),
             Some(format!("the planning reply could not be used: {}", f.error)),
-        ),
+        )
+    };
+    let (reply, folded, mut parse_problem) = if folded {
+        match cx
+            .ask::<FoldedPlanningReply>(batch, &purpose, prompt)
+            .await?
+        {
+            Ok(r) => (r.reply, r.folded, None),
+            Err(f) => unusable(f),
+        }
+    } else {
+        match cx.ask::<PlanningReply>(batch, &purpose, prompt).await? {
+            Ok(r) => (r, FoldedPlanning::default(), None),
+            Err(f) => unusable(f),
+        }
     };
     let mut fx = StepEffects::default();
     if let Some(err) = &reply.planning.error {
@@ -241,7 +277,29 @@ pub(crate) async fn ask_draft(
         source,
         problems,
     });
-    Ok(fx)
+    settle_folded(cx, batch, folded, fx).await
+}
+
+/// The folded parts the planner answers with the draft: the decision on the phase it drafts
+/// (the whole plan in one call) and, with the action plan, the quality self-check.
+fn folded_checks(cx: &Cx<'_>, first: Phase, last: Phase) -> Result<String, CycleError> {
+    let phase = if first == last {
+        first
+    } else {
+        Phase::ActionSequence
+    };
+    let quality = if last == Phase::ActionSequence && cx.cfg().refinement.enabled {
+        cx.render("planning_folded_quality", &[])?
+    } else {
+        String::new()
+    };
+    cx.render(
+        "planning_folded",
+        &[
+            ("replan_decision_format", &decision_format(cx, phase)?),
+            ("quality", &quality),
+        ],
+    )
 }
 
 pub fn validation_problems(cx: &Cx<'_>, plan: &Plan) -> Vec<String> {
@@ -271,6 +329,26 @@ pub async fn decide_phase(
     batch: &mut Batch,
     phase: Phase,
 ) -> Result<StepEffects, CycleError> {
+    let prompt = decision_prompt(cx, batch, phase)?;
+    let mut fx = StepEffects::default();
+    let outcome = decide(
+        cx,
+        batch,
+        DecisionAsk {
+            phase,
+            trigger: None,
+            prompt,
+            answer: None,
+        },
+        &mut fx.notices,
+    )
+    .await?;
+    Ok(outcome_effects(outcome, fx))
+}
+
+/// The seed 000 decision prompt on the draft's `phase` (§4.2, §5.2, §6.2; the whole plan in
+/// single-call mode).
+fn decision_prompt(cx: &Cx<'_>, batch: &Batch, phase: Phase) -> Result<String, CycleError> {
     let w = work(batch);
     let fmt = decision_format(cx, phase)?;
     let task_request = context::task_request(&batch.state);
@@ -281,7 +359,7 @@ pub async fn decide_phase(
     );
     let problems = context::bullet_list(&w.problems);
     let single = cx.cfg().planning.mode == crate::config::PlanningMode::SingleCall;
-    let prompt = match phase {
+    Ok(match phase {
         Phase::GoalUnderstanding => cx.render(
             "decision_goal_understanding",
             &[
@@ -329,20 +407,41 @@ pub async fn decide_phase(
                 )?
             }
         }
-    };
-    let mut fx = StepEffects::default();
-    let outcome = decide(
-        cx,
-        batch,
-        DecisionAsk {
+    })
+}
+
+/// Folded: the decision and quality self-check the planning reply carried, weighed as if they
+/// had been asked (a part the reply lacks is left to its own step).
+async fn settle_folded(
+    cx: &Cx<'_>,
+    batch: &mut Batch,
+    folded: FoldedPlanning,
+    mut fx: StepEffects,
+) -> Result<StepEffects, CycleError> {
+    // Exactly what the separate flow would ask next, and nothing else.
+    let next = || next_step(&batch.state, cx.input, cx.cfg());
+    if let Some(answer) = folded.replan_decision
+        && let Step::DecidePlanning(phase) = next()
+    {
+        let prompt = decision_prompt(cx, batch, phase)?;
+        let ask = DecisionAsk {
             phase,
             trigger: None,
             prompt,
-        },
-        &mut fx.notices,
-    )
-    .await?;
-    Ok(outcome_effects(outcome, fx))
+            answer: Some(answer),
+        };
+        let outcome = decide(cx, batch, ask, &mut fx.notices).await?;
+        if outcome != DecisionOutcome::Continue {
+            return Ok(outcome_effects(outcome, fx));
+        }
+    }
+    if let Some(verdict) = folded.quality
+        && next_step(&batch.state, cx.input, cx.cfg()) == Step::QualityJudge
+    {
+        let more = super::refinement::weigh(cx, batch, verdict);
+        fx.notices.extend(more.notices);
+    }
+    Ok(fx)
 }
 
 /// Still invalid after the re-ask and the decision kept it: a person must look (level 3).

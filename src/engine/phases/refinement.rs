@@ -29,7 +29,6 @@ pub struct QualityVerdict {
 }
 
 pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
-    let cfg = &cx.cfg().refinement;
     let w = batch.state.planning.clone().unwrap_or_default();
     let plan = w.draft().unwrap_or_default();
     let prompt = cx.render(
@@ -59,6 +58,13 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
             }
         }
     };
+    Ok(weigh(cx, batch, verdict))
+}
+
+/// Seed 002 `make_refinement_decision` on a verdict, asked or folded into the planning reply.
+pub fn weigh(cx: &Cx<'_>, batch: &mut Batch, verdict: QualityVerdict) -> StepEffects {
+    let cfg = &cx.cfg().refinement;
+    let w = batch.state.planning.clone().unwrap_or_default();
     let ok = quality_ok(verdict.is_acceptable, verdict.score, cfg);
     let input = RefinementInput {
         attempt: w.refinement_drafts,
@@ -110,7 +116,7 @@ pub async fn judge(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleE
             recommendations: verdict.issues,
         });
     }
-    Ok(fx)
+    fx
 }
 
 /// Replan the draft with the judge's feedback, then check its structure (seed 002).

@@ -13,6 +13,18 @@ use crate::plan::{
     TaskState,
 };
 use crate::report::Notice;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The reflection reply as asked: the revision's schema is only named (the prompt shows it), so
+/// the reflection call stays under its 500-token budget (seed 001 §13.4).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+struct ReflectionReply {
+    reflection: Reflection,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::engine::folded::any_object")]
+    plan_revision: Option<crate::plan::PlanRevision>,
+}
 
 pub enum ReflectEnd {
     Continue,
@@ -27,6 +39,7 @@ pub async fn reflect(
     batch: &mut Batch,
     task_id: &str,
     reason: &str,
+    given: Option<ReflectionResponse>,
     fx: &mut StepEffects,
 ) -> Result<ReflectEnd, CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
@@ -48,14 +61,24 @@ pub async fn reflect(
         "reflection",
         &[
             ("reason", reason),
-            ("plan", &json(&plan)),
+            ("plan", &context::plan_with_states(&plan, &batch.state)),
             ("recent_actions", &context::bullet_list(&recent)),
         ],
     )?;
-    let reply = match cx
-        .ask::<ReflectionResponse>(batch, &format!("reflection.{task_id}"), prompt)
-        .await?
-    {
+    let asked = match given {
+        // Folded: the turn after the action carried the reflection.
+        Some(r) => Ok(r),
+        None => cx
+            .ask::<ReflectionReply>(batch, &format!("reflection.{task_id}"), prompt)
+            .await?
+            .map(|r| ReflectionResponse {
+                phase: "reflection".into(),
+                reflection: r.reflection,
+                plan_revision: r.plan_revision,
+                comment: None,
+            }),
+    };
+    let reply = match asked {
         Ok(r) => r,
         Err(f) => {
             // Error level 2: a failed reflection is logged and execution goes on.
@@ -195,6 +218,7 @@ pub async fn final_review(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects,
             phase: Phase::Reflection,
             trigger: Some(ReplanTrigger::GoalUnreachable),
             prompt,
+            answer: None,
         },
         &mut fx.notices,
     )

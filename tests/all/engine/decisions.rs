@@ -666,3 +666,85 @@ steps:
         "the parse failure is recorded"
     );
 }
+
+const FOLDED_FINAL_TASK1: &str = r#"
+mode: matched
+steps:
+  - when: { purpose: "execute.task_1", contains: "noted:" }
+    reply: |
+      {"report": "FOLDED-REPORT the first note is written",
+       "replan_decision": {"replan_needed": false, "confidence": 0.95, "reasoning": "FOLDED-DECISION on track", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "FOLDED-VERDICT note one exists", "missingRequirements": []}}
+"#;
+
+/// Folded (the default): task_1's final reply carries the decision on its action and the judge's
+/// verdict, so neither is asked; task_2's plain-prose reply lacks them, so both are asked on their
+/// own. The history holds one decision per action and one verdict per subtask either way.
+#[tokio::test]
+async fn a_folded_reply_replaces_the_decision_and_judge_calls_and_a_plain_one_falls_back() {
+    let mut thread = Thread::new();
+    let llm = FirstMatch::new(FOLDED_FINAL_TASK1);
+    let out = thread.run(llm.clone(), start()).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(llm.count("judge.task_1"), 0);
+    assert_eq!(llm.count("judge.task_2"), 1);
+    assert_eq!(llm.count("replan_decision.execution"), 1);
+    assert_eq!(llm.count("replan_decision.action_sequence"), 1);
+    let execution: Vec<_> = decisions(&thread)
+        .into_iter()
+        .filter(|d| d.phase == Phase::Execution)
+        .collect();
+    assert_eq!(execution.len(), 2, "one decision per action");
+    assert_eq!(
+        execution[0].llm_decision.reasoning,
+        "FOLDED-DECISION on track"
+    );
+    assert_eq!(execution[1].llm_decision.reasoning, "all good");
+    let verdicts: Vec<String> = thread
+        .bodies()
+        .filter_map(|b| match b {
+            EntryBody::Judge {
+                task_id, reason, ..
+            } => Some(format!("{task_id}: {reason}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "task_1: FOLDED-VERDICT note one exists",
+            "task_2: the note exists"
+        ]
+    );
+    // The execute prompt asked for the folded parts; the separate rules are not sent.
+    let first = &llm.requests()[llm
+        .purposes()
+        .iter()
+        .position(|p| p == "execute.task_1")
+        .unwrap()];
+    assert!(first.messages[0].content.contains("\"verdict\""));
+}
+
+/// `planning.decisions: separate` reproduces the seed's calls: the same folded-capable reply is
+/// not mined for decisions, every action gets its own decision call and every subtask a judge call.
+#[tokio::test]
+async fn separate_decisions_ask_every_decision_and_verdict_on_its_own() {
+    let mut thread = Thread::new();
+    thread.config.planning.decisions = replan::config::DecisionMode::Separate;
+    let llm = FirstMatch::new(FOLDED_FINAL_TASK1);
+    let out = thread.run(llm.clone(), start()).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(llm.count("judge."), 2);
+    assert_eq!(llm.count("replan_decision.execution"), 2);
+    assert!(
+        decisions(&thread)
+            .iter()
+            .all(|d| d.llm_decision.reasoning != "FOLDED-DECISION on track")
+    );
+    let first = &llm.requests()[llm
+        .purposes()
+        .iter()
+        .position(|p| p == "execute.task_1")
+        .unwrap()];
+    assert!(!first.messages[0].content.contains("\"verdict\""));
+}

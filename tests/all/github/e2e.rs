@@ -51,6 +51,8 @@ pub(super) struct World {
     pub(super) files: TempDir,
     /// Each run of the binary is a new workflow run with its own id.
     runs: std::cell::Cell<u32>,
+    /// `planning.decisions`: scripts that answer the separate decision prompts need `separate`.
+    decisions: &'static str,
 }
 
 impl World {
@@ -69,6 +71,15 @@ impl World {
             checkout,
             files: TempDir::new().unwrap(),
             runs: std::cell::Cell::new(0),
+            decisions: "folded",
+        }
+    }
+
+    /// A world whose runs ask every replan decision on its own (`planning.decisions: separate`).
+    fn separate(overrides: &str) -> Self {
+        World {
+            decisions: "separate",
+            ..World::new(overrides)
         }
     }
 
@@ -146,6 +157,7 @@ impl World {
             ("REPLAN_LLM__MAX_RETRIES", "1".to_owned()),
             ("OPENAI_API_KEY", "sk-test-key-0123456789abcdef".to_owned()),
             ("RUST_LOG", "replan=info".to_owned()),
+            ("REPLAN_PLANNING__DECISIONS", self.decisions.to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -569,7 +581,7 @@ steps:
 
 #[test]
 fn github_e2e_clarification_waits_for_the_answer_comment_and_resumes() {
-    let world = World::new(ASK_WHICH_FILE);
+    let world = World::separate(ASK_WHICH_FILE);
     world.fake.add_collaborator("alice", "write");
     let number = world
         .fake
@@ -619,7 +631,7 @@ steps:
 
 #[test]
 fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
-    let world = World::new(UNSURE_REPLAN);
+    let world = World::separate(UNSURE_REPLAN);
     world.fake.add_collaborator("alice", "write");
     world.fake.add_collaborator("maya", "maintain");
     let number = world
@@ -668,7 +680,7 @@ fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
 
 #[test]
 fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
-    let world = World::new(ASK_WHICH_FILE);
+    let world = World::separate(ASK_WHICH_FILE);
     world.fake.add_collaborator("alice", "write");
     let number = world
         .fake

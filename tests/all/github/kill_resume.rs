@@ -171,8 +171,10 @@ fn a_cycle_killed_at_any_point_resumes_to_one_comment_and_one_pull_request() {
             hello_on_the_branch: "hello\n".to_owned(),
         }
     );
+    // Folded decisions (the default) make this cycle 7 model replies; the assertion below checks
+    // that kill points fall on both sides of the comment and of the PR.
     assert!(
-        replies > 8,
+        replies > 4,
         "a cycle long enough to be interesting: {replies}"
     );
 
