@@ -218,11 +218,10 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
         None => None,
     };
     let backend = move |config: &Config| -> Arc<dyn HistoryBackend> {
-        Arc::new(GitHubHistory::new(
-            client,
-            &config.history.branch,
-            &config.history.directory,
-        ))
+        Arc::new(
+            GitHubHistory::new(client, &config.history.branch, &config.history.directory)
+                .with_append_timeout(config.history.append_retry().timeout),
+        )
     };
     ci_run(ctx, trigger, github, backend, run_url, fetched).await
 }

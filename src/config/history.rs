@@ -13,6 +13,17 @@ pub struct HistoryConfig {
     /// History entries appended between two commits to the history branch during a run
     /// (1 = commit after every entry; the end of a run always commits).
     pub commit_every: u32,
+    /// How long one append to the history branch keeps retrying while other runs move the branch
+    /// (jittered exponential backoff); the entries are printed to the job log if it runs out.
+    pub append_timeout_seconds: u64,
+}
+
+impl HistoryConfig {
+    pub fn append_retry(&self) -> crate::history::cas::Retry {
+        crate::history::cas::Retry::with_timeout(std::time::Duration::from_secs(
+            self.append_timeout_seconds,
+        ))
+    }
 }
 
 impl Default for HistoryConfig {
@@ -22,6 +33,7 @@ impl Default for HistoryConfig {
             retention_days: 90,
             directory: "planning_history".to_owned(),
             commit_every: 1,
+            append_timeout_seconds: 120,
         }
     }
 }

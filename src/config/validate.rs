@@ -245,6 +245,7 @@ fn problems(c: &Config) -> Vec<Problem> {
     let h = &c.history;
     k.at_least_one("history.retention_days", h.retention_days);
     k.at_least_one("history.commit_every", h.commit_every);
+    k.at_least_one("history.append_timeout_seconds", h.append_timeout_seconds);
     k.not_empty("history.directory", &h.directory);
     let bad_branch = h.branch.is_empty()
         || h.branch.contains("..")

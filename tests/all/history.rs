@@ -467,12 +467,12 @@ fn git_branch_history_reappends_when_the_branch_moves_underneath() {
 }
 
 #[test]
-fn git_branch_history_gives_up_after_bounded_conflicts() {
+fn git_branch_history_gives_up_only_when_its_time_is_up() {
     let repo = repo_with_work_in_progress();
     let p = repo.path().to_path_buf();
     let thread = ThreadRef::issue(6);
     let mut racer = git_history(&p);
-    racer.max_attempts = 2;
+    racer.retry = replan::history::cas::Retry::with_timeout(std::time::Duration::from_millis(200));
     let other = git_history(&p);
     racer.before_update_ref = Some(Arc::new(move |_| {
         other
@@ -482,16 +482,23 @@ fn git_branch_history_gives_up_after_bounded_conflicts() {
     let err = racer
         .append_blocking(&thread, &[checklist("mine", "m")])
         .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "could not append to planning_history/issues/6.jsonl after 2 attempts: the history branch kept moving"
+    let err = err.to_string();
+    assert!(
+        err.starts_with(
+            "could not append to planning_history/issues/6.jsonl: the history branch kept moving for 0 s"
+        ),
+        "{err}"
     );
-    // The other writer's lines are all there.
+    // The other writer's lines are all there, ours not.
     let file = git(
         &p,
         &["show", "replan-history:planning_history/issues/6.jsonl"],
     );
-    assert_eq!(comment_ids(&file), [(1, "o".into()), (2, "o".into())]);
+    let ids = comment_ids(&file);
+    assert!(
+        !ids.is_empty() && ids.iter().all(|(_, id)| id == "o"),
+        "{ids:?}"
+    );
 }
 
 #[test]
