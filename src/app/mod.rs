@@ -1,6 +1,7 @@
 //! The orchestration behind `replan run`: trigger → gate → config → history → engine → report →
 //! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
 
+pub mod history_sink;
 pub mod input;
 pub mod outputs;
 pub mod pr_recorder;

@@ -4,6 +4,7 @@
 //! or ignored), 1 when Replan itself failed (a Failure notice says so on the thread), 2 for usage
 //! and configuration errors (bad payload, missing token, unknown config key).
 
+use super::history_sink::HistorySink;
 use super::input::{Decided, decide};
 use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
@@ -12,7 +13,6 @@ use crate::actions::log::Workflow;
 use crate::cli::workspace::{overrides, resolve_workspace};
 use crate::cli::{CliError, Exit};
 use crate::config::{self, Config, LoadOptions};
-use crate::engine::journal::EntrySink;
 use crate::engine::prompts::Prompts;
 use crate::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
@@ -20,7 +20,7 @@ use crate::forge::local::LocalForge;
 use crate::forge::{Forge, Reaction};
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::state::Pending;
-use crate::history::{Entry, HistoryBackend, HistoryError, LocalHistory};
+use crate::history::{HistoryBackend, LocalHistory};
 use crate::report::Reporter;
 use crate::report::checklist::ChecklistContext;
 use crate::report::forge_reporter::ForgeReporter;
@@ -34,11 +34,10 @@ use crate::trigger::{
     Actor, EventOutcome, ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission,
     Request, StartRules, ThreadRef, Trigger, decide as gate_decide,
 };
-use async_trait::async_trait;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The command-line side of `replan run`, free of clap.
 #[derive(Debug, Clone, Default)]
@@ -536,34 +535,6 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
 
 // ----- the cycle on one thread
 
-/// Records the commit of the last append (the `history_commit` output).
-struct RecordingSink {
-    backend: Arc<dyn HistoryBackend>,
-    thread: ThreadRef,
-    last_commit: Mutex<Option<String>>,
-}
-
-#[async_trait]
-impl EntrySink for RecordingSink {
-    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let outcome = self.backend.append(&self.thread, entries).await?;
-        if outcome.conflicts > 0 {
-            tracing::info!(
-                "history: another run wrote to {} meanwhile; appended after its lines ({} re-tries)",
-                self.thread,
-                outcome.conflicts
-            );
-        }
-        if let Some(commit) = outcome.commit {
-            *self.last_commit.lock().unwrap_or_else(|e| e.into_inner()) = Some(commit);
-        }
-        Ok(())
-    }
-}
-
 struct ThreadRun {
     outcome: Option<CycleOutcome>,
     pull_request: Option<String>,
@@ -666,11 +637,12 @@ async fn cycle_on_thread(
     let tools = build_registry(tool_context).await;
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
-    let sink = Arc::new(RecordingSink {
-        backend: backend.clone(),
+    let sink = Arc::new(HistorySink::new(
+        backend.clone(),
         thread,
-        last_commit: Mutex::new(None),
-    });
+        ctx.config.history.commit_every,
+    ));
+    let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let deps = CycleDeps {
         llm: Arc::new(llm),
@@ -692,14 +664,16 @@ async fn cycle_on_thread(
     };
     ctx.workflow
         .group(&format!("Replan: planning cycle on {thread}"));
-    let result = run_cycle(&deps, loaded.state, &input).await;
+    let mut result = run_cycle(&deps, loaded.state, &input).await;
     ctx.workflow.end_group();
     tools.mcp.shutdown().await;
-    let history_commit = sink
-        .last_commit
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    if let Err(unsaved) = sink.close(&ctx.env).await
+        && result.is_ok()
+    {
+        result = Err(crate::engine::CycleError::Fatal(unsaved));
+    }
+    on_sigterm.abort();
+    let history_commit = sink.last_commit();
     match result {
         Ok(outcome) => Ok(ThreadRun {
             outcome: Some(outcome),

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
 pub const DEFAULT_BRANCH: &str = "replan-history";
 
@@ -40,6 +40,8 @@ pub struct GitBranchHistory {
     pub git_env: Vec<(String, String)>,
     #[doc(hidden)]
     pub before_update_ref: Option<BeforeUpdateRefHook>,
+    /// Whether git knows who commits, asked once (two `git config` calls per commit otherwise).
+    identity_known: Arc<OnceLock<bool>>,
 }
 
 impl std::fmt::Debug for GitBranchHistory {
@@ -74,6 +76,7 @@ impl GitBranchHistory {
             fallback_identity: ("replan".into(), "replan@localhost".into()),
             git_env: Vec::new(),
             before_update_ref: None,
+            identity_known: Arc::new(OnceLock::new()),
         }
     }
 
@@ -154,20 +157,21 @@ impl GitBranchHistory {
 
     /// The file's bytes exactly as stored: lines that are not valid UTF-8 must survive appends.
     fn read_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, HistoryError> {
+        let spec = format!("{commit}:{path}");
+        let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
+        if out.ok {
+            return Ok(out.stdout);
+        }
+        // Only now ask whether the file is simply not there yet (one process less per append).
         let listed = self.git_ok(&["ls-tree", "--name-only", commit, "--", path], None, &[])?;
         if listed.is_empty() {
             return Ok(Vec::new());
         }
-        let spec = format!("{commit}:{path}");
-        let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
-        if !out.ok {
-            return Err(HistoryError::Backend(format!(
-                "cannot read {spec} in {}: {}",
-                self.repo.display(),
-                out.stderr
-            )));
-        }
-        Ok(out.stdout)
+        Err(HistoryError::Backend(format!(
+            "cannot read {spec} in {}: {}",
+            self.repo.display(),
+            out.stderr
+        )))
     }
 
     pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
@@ -244,6 +248,14 @@ impl GitBranchHistory {
 
     /// Whether git already knows who commits; the fallback identity must not override it.
     fn has_identity(&self) -> Result<bool, HistoryError> {
+        if let Some(known) = self.identity_known.get() {
+            return Ok(*known);
+        }
+        let known = self.ask_identity()?;
+        Ok(*self.identity_known.get_or_init(|| known))
+    }
+
+    fn ask_identity(&self) -> Result<bool, HistoryError> {
         let env = |k: &str| {
             std::env::var_os(k).is_some() || self.git_env.iter().any(|(name, _)| name == k)
         };

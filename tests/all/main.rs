@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod contention;
 mod engine;
 mod github;
 mod gitlab;
