@@ -241,7 +241,8 @@ fn prefix(line: &str) -> String {
 
 pub fn renumber(entries: &mut [Entry], after_seq: u64) {
     for (i, e) in entries.iter_mut().enumerate() {
-        e.seq = after_seq + 1 + i as u64;
+        // Callers check that the numbers fit (see `rebase`); saturate rather than wrap.
+        e.seq = after_seq.saturating_add(1).saturating_add(i as u64);
     }
 }
 

@@ -408,10 +408,14 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         }
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id.clone()),
         EntryBody::Usage { usage } => {
-            s.usage.calls += usage.calls;
-            s.usage.prompt_tokens += usage.prompt_tokens;
-            s.usage.completion_tokens += usage.completion_tokens;
-            s.usage.cached_tokens += usage.cached_tokens;
+            // Totals saturate: a corrupt or hostile line must not wrap them (or panic).
+            s.usage.calls = s.usage.calls.saturating_add(usage.calls);
+            s.usage.prompt_tokens = s.usage.prompt_tokens.saturating_add(usage.prompt_tokens);
+            s.usage.completion_tokens = s
+                .usage
+                .completion_tokens
+                .saturating_add(usage.completion_tokens);
+            s.usage.cached_tokens = s.usage.cached_tokens.saturating_add(usage.cached_tokens);
             s.usage.cost_usd += usage.cost_usd;
         }
         EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),

@@ -156,10 +156,10 @@ pub fn stats(entries: &[Entry], corrupt_lines: usize) -> HistoryStats {
 }
 
 fn add_usage(total: &mut UsageTotals, u: &UsageTotals) {
-    total.calls += u.calls;
-    total.prompt_tokens += u.prompt_tokens;
-    total.completion_tokens += u.completion_tokens;
-    total.cached_tokens += u.cached_tokens;
+    total.calls = total.calls.saturating_add(u.calls);
+    total.prompt_tokens = total.prompt_tokens.saturating_add(u.prompt_tokens);
+    total.completion_tokens = total.completion_tokens.saturating_add(u.completion_tokens);
+    total.cached_tokens = total.cached_tokens.saturating_add(u.cached_tokens);
     total.cost_usd += u.cost_usd;
 }
 

@@ -329,3 +329,17 @@ mod history_and_plan {
             .stderr(predicate::str::contains("broken.json"));
     }
 }
+
+/// A format width above u16::MAX used to panic in `config --explain`.
+#[test]
+fn config_explain_with_a_line_longer_than_65535_bytes_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "m".repeat(70_000);
+    replan()
+        .args(["config", "--explain", "--workspace"])
+        .arg(dir.path())
+        .args(["--set", &format!("llm.model={model}")])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("llm.model = \"{model}\"")));
+}

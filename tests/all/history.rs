@@ -1099,3 +1099,60 @@ fn git_branch_history_keeps_lines_that_are_not_utf8() {
     assert_eq!(parsed.entries.len(), 2);
     assert_eq!(parsed.corrupt.len(), 1);
 }
+
+// ----- bad input: counters at their limits (issue 14; these used to panic)
+
+fn huge_usage(tokens: u64) -> EntryBody {
+    EntryBody::Usage {
+        usage: UsageTotals {
+            calls: u64::MAX,
+            prompt_tokens: tokens,
+            completion_tokens: tokens,
+            cached_tokens: tokens,
+            cost_usd: 0.5,
+        },
+    }
+}
+
+#[test]
+fn a_thread_at_the_largest_seq_gets_a_clear_error_not_a_panic_or_a_wrapped_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = LocalHistory::new(dir.path(), "planning_history");
+    let thread = ThreadRef::issue(9);
+    let last = to_line(&entry(u64::MAX, "old", huge_usage(1)));
+    let path = history.path(&thread);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, format!("{last}\n")).unwrap();
+
+    // The engine's next entry saturates instead of overflowing...
+    let state = replay(&jsonl::parse(&std::fs::read_to_string(&path).unwrap()).entries);
+    let mut batch = replan::engine::batch::Batch::new(&state, "run", t0());
+    batch.push(huge_usage(1));
+    assert_eq!(batch.entries[0].seq, u64::MAX);
+    // ...and the writer refuses it with a message that says why and what to do.
+    let err = history
+        .append_blocking(&thread, &batch.entries)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("largest sequence number"), "{err}");
+    assert!(err.contains("replan history prune"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        format!("{last}\n"),
+        "nothing written"
+    );
+}
+
+#[test]
+fn usage_totals_saturate_instead_of_wrapping() {
+    let entries = [
+        entry(1, "run", huge_usage(u64::MAX - 1)),
+        entry(2, "run", huge_usage(u64::MAX - 1)),
+    ];
+    let state = replay(&entries);
+    assert_eq!(state.usage.calls, u64::MAX);
+    assert_eq!(state.usage.prompt_tokens, u64::MAX);
+    assert_eq!(state.usage.completion_tokens, u64::MAX);
+    assert_eq!(state.usage.cached_tokens, u64::MAX);
+    assert_eq!(stats(&entries, 0).usage.prompt_tokens, u64::MAX);
+}
