@@ -43,6 +43,17 @@ pub enum TriggerError {
         problem: String,
     },
 
+    /// Valid JSON of the wrong shape: the field and the type it should have.
+    #[error(
+        "the event payload {} does not have the expected shape at `{field}`: {message}; check that it is the payload of the event named",
+        path.display()
+    )]
+    WrongShape {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+
     #[error("CI variable {name} {problem}")]
     BadVariable { name: String, problem: String },
 }
@@ -61,6 +72,32 @@ impl TriggerError {
             column: err.column(),
             message,
         }
+    }
+
+    /// Parse a payload: a syntax error is "not valid JSON", a wrong shape names the field path
+    /// and the expected type.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        path: &std::path::Path,
+        json: &str,
+    ) -> Result<T, Self> {
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.classify() != serde_json::error::Category::Data {
+                return TriggerError::from_json(path, &inner);
+            }
+            let full = inner.to_string();
+            let message = match full.rfind(" at line ") {
+                Some(cut) => full[..cut].to_owned(),
+                None => full,
+            };
+            TriggerError::WrongShape {
+                path: path.to_owned(),
+                field,
+                message,
+            }
+        })
     }
 
     pub(crate) fn missing(path: &std::path::Path, event: &str, field: &str) -> Self {

@@ -119,7 +119,7 @@ pub fn from_actions_explained(
     let payload: Payload = if event_name == "schedule" && payload_json.trim().is_empty() {
         Payload::default()
     } else {
-        serde_json::from_str(payload_json).map_err(|e| TriggerError::from_json(path, &e))?
+        TriggerError::parse(path, payload_json)?
     };
     let ctx = Ctx {
         event_name,

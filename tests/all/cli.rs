@@ -368,7 +368,16 @@ fn a_history_directory_outside_the_workspace_is_refused_and_named() {
 fn issue_number_zero_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     replan()
-        .args(["run", "--issue", "0", "--title", "t", "--body", "b", "--workspace"])
+        .args([
+            "run",
+            "--issue",
+            "0",
+            "--title",
+            "t",
+            "--body",
+            "b",
+            "--workspace",
+        ])
         .arg(dir.path())
         .assert()
         .code(2)
