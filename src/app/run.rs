@@ -582,8 +582,8 @@ async fn cycle_on_thread(
         .map_err(|e| CliError::failure(format!("could not read the history of {thread}: {e}")))?;
     for corrupt in &loaded.corrupt {
         ctx.workflow.warning(&format!(
-            "history of {thread}: line {} is corrupt and was skipped (it stays in the file)",
-            corrupt.line_no
+            "history of {thread}: line {} is corrupt ({}) and was skipped (it stays in the file as it is)",
+            corrupt.line_no, corrupt.error
         ));
     }
     let needs_thread = match &trigger.request {

@@ -1156,3 +1156,72 @@ fn usage_totals_saturate_instead_of_wrapping() {
     assert_eq!(state.usage.cached_tokens, u64::MAX);
     assert_eq!(stats(&entries, 0).usage.prompt_tokens, u64::MAX);
 }
+
+// ----- the run's history writer: batches, flush points, nothing lost
+
+fn run_finished() -> EntryBody {
+    EntryBody::RunFinished {
+        status: RunStatus::Completed,
+        usage: UsageTotals::default(),
+        pull_request: None,
+    }
+}
+
+#[tokio::test]
+async fn the_history_sink_batches_commit_every_entries_and_flushes_at_the_end_of_the_run() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let thread = ThreadRef::issue(4);
+    let sink = HistorySink::new(backend.clone(), thread, 3);
+    let count = || {
+        jsonl::parse(&backend.load_blocking(&thread).unwrap().text)
+            .entries
+            .len()
+    };
+
+    sink.append(&[checklist("run", "a"), checklist("run", "b")])
+        .await
+        .unwrap();
+    assert_eq!(count(), 0, "two entries wait for the third");
+    sink.append(&[checklist("run", "c")]).await.unwrap();
+    assert_eq!(count(), 3, "commit_every reached");
+    sink.append(&[checklist("run", "d")]).await.unwrap();
+    sink.append(&[entry(1, "run", run_finished())])
+        .await
+        .unwrap();
+    assert_eq!(count(), 5, "the end of the run flushes at once");
+}
+
+#[tokio::test]
+async fn entries_that_cannot_be_committed_go_to_the_job_log_and_the_step_summary() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the history directory should be: every commit fails.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, "not a directory").unwrap();
+    let backend = Arc::new(LocalHistory::new(&blocked, "planning_history"));
+    let sink = HistorySink::new(backend, ThreadRef::issue(4), 20);
+    sink.append(&[checklist("run", "kept-1"), checklist("run", "kept-2")])
+        .await
+        .unwrap();
+    let summary = dir.path().join("summary.md");
+    let env = std::collections::BTreeMap::from([(
+        "GITHUB_STEP_SUMMARY".to_owned(),
+        summary.display().to_string(),
+    )]);
+
+    let error = sink.close(&env).await.unwrap_err();
+
+    assert!(
+        error.starts_with("error: 2 history entries of #4 could not be committed"),
+        "{error}"
+    );
+    let summary = std::fs::read_to_string(summary).unwrap();
+    assert!(summary.contains("```jsonl"), "{summary}");
+    let lines: Vec<&str> = summary.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(lines.len(), 2, "{summary}");
+    assert!(lines[0].contains("kept-1") && lines[1].contains("kept-2"));
+}
