@@ -525,10 +525,18 @@ async fn local_run(ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         project_id: None,
         api_url: None,
     };
-    let reporter: Arc<dyn Reporter> = Arc::new(TerminalReporter::new(ChecklistContext {
+    let checklist = ChecklistContext {
         run_url: None,
         model: ctx.config.llm.model.clone(),
-    }));
+    };
+    // The checklist and notices also go into the local forge, as comments would on a forge.
+    let reporter: Arc<dyn Reporter> = Arc::new(crate::report::tee::TeeReporter {
+        primary: Arc::new(
+            ForgeReporter::new(forge.clone(), thread, checklist.clone(), redact_fn())
+                .with_min_interval(std::time::Duration::ZERO),
+        ),
+        also: Arc::new(TerminalReporter::new(checklist)),
+    });
     let result = cycle_on_thread(&ctx, forge, backend, reporter, thread, &trigger).await;
     finish(&ctx, result)
 }

@@ -64,6 +64,16 @@ pub enum Change {
     Nothing(u64),
 }
 
+impl Change {
+    /// The whole file replaced by `text` (prune and archive); an empty text deletes it.
+    pub fn replacing(text: &str) -> Self {
+        Change::Write(
+            (!text.is_empty()).then(|| text.as_bytes().to_vec()),
+            super::jsonl::max_seq(text),
+        )
+    }
+}
+
 /// How long to keep trying while the branch moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Retry {

@@ -325,12 +325,7 @@ impl GitBranchHistory {
         text: &str,
     ) -> Result<AppendOutcome, HistoryError> {
         let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
-        self.commit_loop(thread, &message, |_| {
-            Ok(Change::Write(
-                (!text.is_empty()).then(|| text.as_bytes().to_vec()),
-                jsonl::max_seq(text),
-            ))
-        })
+        self.commit_loop(thread, &message, |_| Ok(Change::replacing(text)))
     }
 
     pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {

@@ -60,12 +60,7 @@ pub enum TriggerError {
 
 impl TriggerError {
     pub(crate) fn from_json(path: &std::path::Path, err: &serde_json::Error) -> Self {
-        let full = err.to_string();
-        // serde_json appends " at line L column C"; the fields carry that already.
-        let message = match full.rfind(" at line ") {
-            Some(cut) => full[..cut].to_owned(),
-            None => full,
-        };
+        let message = without_position(err);
         TriggerError::InvalidJson {
             path: path.to_owned(),
             line: err.line(),
@@ -87,15 +82,10 @@ impl TriggerError {
             if inner.classify() != serde_json::error::Category::Data {
                 return TriggerError::from_json(path, &inner);
             }
-            let full = inner.to_string();
-            let message = match full.rfind(" at line ") {
-                Some(cut) => full[..cut].to_owned(),
-                None => full,
-            };
             TriggerError::WrongShape {
                 path: path.to_owned(),
                 field,
-                message,
+                message: without_position(&inner),
             }
         })
     }
@@ -107,5 +97,14 @@ impl TriggerError {
             field: field.to_owned(),
             hint: "this does not look like the payload of that event; check the event name and the payload file".into(),
         }
+    }
+}
+
+/// serde_json appends " at line L column C"; the error's fields carry that already.
+fn without_position(err: &serde_json::Error) -> String {
+    let full = err.to_string();
+    match full.rfind(" at line ") {
+        Some(cut) => full[..cut].to_owned(),
+        None => full,
     }
 }

@@ -562,14 +562,17 @@ mod tests {
     }
 
     #[test]
-    fn wrong_type_reports_line_and_column() {
+    fn wrong_type_names_the_field_and_the_expected_type() {
         let err = parse(
             "issues",
             "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": \"one\"}\n}",
         )
         .unwrap_err();
         match err {
-            TriggerError::InvalidJson { line, .. } => assert_eq!(line, 3),
+            TriggerError::WrongShape { field, message, .. } => {
+                assert_eq!(field, "issue.number");
+                assert!(message.contains("expected u64"), "{message}");
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -6,10 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use replan::forge::github::{GitHubClient, GitHubHistory, GitHubSettings, RetryPolicy};
+use replan::forge::github::{GitHubClient, GitHubHistory};
 use replan::history::{Entry, EntryBody, GitBranchHistory, HistoryBackend, jsonl};
 use replan::trigger::ThreadRef;
 
@@ -121,17 +120,7 @@ async fn contention_25_runs_on_the_github_history_branch_lose_and_duplicate_noth
     const SIZE: u64 = 2;
     let mut runs = Vec::new();
     for run in 0..DIFFERENT + SAME {
-        let settings = GitHubSettings {
-            api_url: fake.base_url(),
-            token: fake.token(),
-            repo: fake.repo(),
-            retry: RetryPolicy {
-                max_attempts: 4,
-                base_delay: Duration::from_millis(20),
-                max_rate_limit_wait: Duration::from_secs(5),
-                timeout: Duration::from_secs(10),
-            },
-        };
+        let settings = crate::github::settings(&fake);
         // One client and backend per run: separate jobs share nothing but the branch.
         let client = Arc::new(GitHubClient::new(settings).expect("client"));
         let backend = GitHubHistory::new(client, BRANCH, DIRECTORY);

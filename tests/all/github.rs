@@ -26,7 +26,7 @@ use crate::support::{ConcurrentChange, FakeGitHub, Fault};
 const BRANCH: &str = "replan-history";
 const ISSUE_FILE: &str = "planning_history/issues/1.jsonl";
 
-fn settings(fake: &FakeGitHub) -> GitHubSettings {
+pub(crate) fn settings(fake: &FakeGitHub) -> GitHubSettings {
     GitHubSettings {
         api_url: fake.base_url(),
         token: fake.token(),
@@ -65,6 +65,19 @@ fn answer(run: &str, text: &str) -> Entry {
             assumed: false,
         },
     }
+}
+
+/// The next `times` updates of the history ref answer `status` with `message`.
+fn refuse_ref_updates(fake: &FakeGitHub, status: u16, message: &str, times: usize) {
+    fake.push_fault(
+        Fault::new(
+            "PATCH",
+            "/repos/octo/widgets/git/refs/heads/replan-history",
+            status,
+        )
+        .body(serde_json::json!({ "message": message }))
+        .times(times),
+    );
 }
 
 fn texts(file: &str) -> Vec<(u64, String)> {
@@ -199,15 +212,7 @@ async fn github_history_keeps_retrying_while_the_branch_moves_and_lands() {
         .await
         .unwrap();
     // Another writer wins the race ten times in a row: more than any attempt count used to allow.
-    fake.push_fault(
-        Fault::new(
-            "PATCH",
-            "/repos/octo/widgets/git/refs/heads/replan-history",
-            422,
-        )
-        .body(serde_json::json!({ "message": "Update is not a fast forward" }))
-        .times(10),
-    );
+    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10);
 
     let outcome = backend
         .append(&thread, &[answer("run-1", "late")])
@@ -231,15 +236,7 @@ async fn github_history_gives_up_only_when_its_time_is_up_and_says_so() {
         .append(&thread, &[answer("run-1", "base")])
         .await
         .unwrap();
-    fake.push_fault(
-        Fault::new(
-            "PATCH",
-            "/repos/octo/widgets/git/refs/heads/replan-history",
-            422,
-        )
-        .body(serde_json::json!({ "message": "Update is not a fast forward" }))
-        .times(10_000),
-    );
+    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10_000);
     let started = Instant::now();
 
     let err = backend
@@ -272,15 +269,7 @@ async fn github_history_stops_at_once_on_a_real_error() {
         .append(&thread, &[answer("run-1", "base")])
         .await
         .unwrap();
-    fake.push_fault(
-        Fault::new(
-            "PATCH",
-            "/repos/octo/widgets/git/refs/heads/replan-history",
-            403,
-        )
-        .body(serde_json::json!({ "message": "Resource not accessible by integration" }))
-        .times(10),
-    );
+    refuse_ref_updates(&fake, 403, "Resource not accessible by integration", 10);
 
     let err = backend
         .append(&thread, &[answer("run-1", "late")])

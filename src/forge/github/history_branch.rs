@@ -434,10 +434,7 @@ impl HistoryBackend for GitHubHistory {
         let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
         let path = thread.history_path(&self.directory);
         cas::commit(self, &path, &message, self.retry, |_| {
-            Ok(Change::Write(
-                (!text.is_empty()).then(|| text.as_bytes().to_vec()),
-                jsonl::max_seq(text),
-            ))
+            Ok(Change::replacing(text))
         })
         .await
     }

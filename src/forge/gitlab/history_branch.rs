@@ -336,10 +336,7 @@ impl HistoryBackend for GitLabHistory {
         let path = thread.history_path(&self.directory);
         let message = format!("replan: rewrite {path}");
         cas::commit(self, &path, &message, self.retry, |_| {
-            Ok(Change::Write(
-                (!text.is_empty()).then(|| text.as_bytes().to_vec()),
-                jsonl::max_seq(text),
-            ))
+            Ok(Change::replacing(text))
         })
         .await
     }
