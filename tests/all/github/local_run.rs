@@ -94,6 +94,29 @@ fn local_run_plans_executes_and_writes_the_history_file() {
         !String::from_utf8_lossy(&output.stdout).contains("::group::"),
         "no workflow commands outside Actions"
     );
+    // The checklist is a comment in the local forge too, as on GitHub, and history names it.
+    let thread: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state.path().join("threads/issues-7.json")).unwrap(),
+    )
+    .unwrap();
+    let comments = thread["comments"].as_array().unwrap();
+    let checklist = comments
+        .iter()
+        .find(|c| {
+            c["body"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("<!-- replan:checklist")
+        })
+        .unwrap_or_else(|| panic!("no checklist comment in {comments:?}"));
+    assert!(types.contains(&"checklist"), "{types:?}");
+    assert!(
+        parsed.entries.iter().any(|e| matches!(
+            &e.body,
+            replan::history::EntryBody::Checklist { comment_id } if *comment_id == checklist["id"]
+        )),
+        "the history records the checklist comment"
+    );
 }
 
 #[test]
