@@ -157,3 +157,69 @@ fn local_run_without_a_thread_or_title_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--title"));
 }
+
+/// A run cancelled while it waits for the model (SIGTERM, as a runner cancelling the job sends)
+/// commits the entries it holds before it exits: nothing accepted is lost to batching.
+#[test]
+fn sigterm_flushes_the_history_entries_held_in_memory() {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+    // A model that accepts the connection and never answers.
+    let model = TcpListener::bind("127.0.0.1:0").unwrap();
+    model.set_nonblocking(true).unwrap();
+    let base = format!("http://{}/v1", model.local_addr().unwrap());
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"))
+        .env_clear()
+        .envs(
+            ["PATH", "HOME", "TMPDIR"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
+        )
+        .envs(isolated_git_env())
+        .env("USER", "dev")
+        .env("REPLAN_LLM__PROVIDER", "openai")
+        .env("REPLAN_LLM__BASE_URL", &base)
+        .env("REPLAN_LLM__MODEL", "gpt-test")
+        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
+        .env("REPLAN_HISTORY__COMMIT_EVERY", "1000")
+        .args([
+            "run",
+            "--issue",
+            "7",
+            "--title",
+            "Add a hello file",
+            "--body",
+            "Please.",
+        ])
+        .arg("--workspace")
+        .arg(checkout.path())
+        .arg("--local-dir")
+        .arg(state.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The model is asked only after `run_started` was accepted (and held, not committed).
+    let started = Instant::now();
+    let _connection = loop {
+        match model.accept() {
+            Ok((connection, _)) => break connection,
+            Err(_) if started.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("replan never asked the model: {e}"),
+        }
+    };
+    let history = state.path().join("planning_history/issues/7.jsonl");
+    assert!(!history.exists(), "held in memory before the signal");
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let parsed = jsonl::parse(&std::fs::read_to_string(&history).unwrap());
+    let types: Vec<&str> = parsed.entries.iter().map(|e| e.body.type_name()).collect();
+    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
+}
