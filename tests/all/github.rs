@@ -67,6 +67,16 @@ fn answer(run: &str, text: &str) -> Entry {
     }
 }
 
+/// Issue 1's history with one line, "base", appended by `run-1`.
+async fn with_base_line(backend: &GitHubHistory) -> ThreadRef {
+    let thread = ThreadRef::issue(1);
+    backend
+        .append(&thread, &[answer("run-1", "base")])
+        .await
+        .unwrap();
+    thread
+}
+
 /// The next `times` updates of the history ref answer `status` with `message`.
 fn refuse_ref_updates(fake: &FakeGitHub, status: u16, message: &str, times: usize) {
     fake.push_fault(
@@ -206,11 +216,7 @@ async fn github_history_branch_created_by_another_run_meanwhile_is_appended_to()
 async fn github_history_keeps_retrying_while_the_branch_moves_and_lands() {
     let fake = FakeGitHub::start();
     let backend = history(&fake);
-    let thread = ThreadRef::issue(1);
-    backend
-        .append(&thread, &[answer("run-1", "base")])
-        .await
-        .unwrap();
+    let thread = with_base_line(&backend).await;
     // Another writer wins the race ten times in a row: more than any attempt count used to allow.
     refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10);
 
@@ -231,11 +237,7 @@ async fn github_history_keeps_retrying_while_the_branch_moves_and_lands() {
 async fn github_history_gives_up_only_when_its_time_is_up_and_says_so() {
     let fake = FakeGitHub::start();
     let backend = history(&fake).with_append_timeout(Duration::from_millis(300));
-    let thread = ThreadRef::issue(1);
-    backend
-        .append(&thread, &[answer("run-1", "base")])
-        .await
-        .unwrap();
+    let thread = with_base_line(&backend).await;
     refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10_000);
     let started = Instant::now();
 
@@ -264,11 +266,7 @@ async fn github_history_gives_up_only_when_its_time_is_up_and_says_so() {
 async fn github_history_stops_at_once_on_a_real_error() {
     let fake = FakeGitHub::start();
     let backend = history(&fake);
-    let thread = ThreadRef::issue(1);
-    backend
-        .append(&thread, &[answer("run-1", "base")])
-        .await
-        .unwrap();
+    let thread = with_base_line(&backend).await;
     refuse_ref_updates(&fake, 403, "Resource not accessible by integration", 10);
 
     let err = backend

@@ -20,13 +20,9 @@ fn checkout() -> (TestRepo, TestRepo) {
     (origin, checkout)
 }
 
-/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
-fn run_local(
-    llm: &LlmServer,
-    checkout: &TestRepo,
-    local_dir: Option<&std::path::Path>,
-) -> std::process::Output {
-    let mut command = Command::cargo_bin("replan").unwrap();
+/// `replan run --issue 7 ...` in `checkout` against the model at `llm_base`, in a clean environment.
+fn local_run_command(llm_base: &str, checkout: &TestRepo) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
         if let Ok(value) = std::env::var(key) {
@@ -37,7 +33,7 @@ fn run_local(
         .envs(isolated_git_env())
         .env("USER", "dev")
         .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
+        .env("REPLAN_LLM__BASE_URL", llm_base)
         .env("REPLAN_LLM__MODEL", "gpt-test")
         .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .args([
@@ -51,6 +47,16 @@ fn run_local(
         ])
         .arg("--workspace")
         .arg(checkout.path());
+    command
+}
+
+/// `replan run --issue 7` against the scripted model; `local_dir` None uses the default.
+fn run_local(
+    llm: &LlmServer,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut command = Command::from_std(local_run_command(&llm.openai_base(), checkout));
     if let Some(dir) = local_dir {
         command.arg("--local-dir").arg(dir);
     }
@@ -170,31 +176,8 @@ fn sigterm_flushes_the_history_entries_held_in_memory() {
     let base = format!("http://{}/v1", model.local_addr().unwrap());
     let (_origin, checkout) = checkout();
     let state = TempDir::new().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"))
-        .env_clear()
-        .envs(
-            ["PATH", "HOME", "TMPDIR"]
-                .iter()
-                .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
-        )
-        .envs(isolated_git_env())
-        .env("USER", "dev")
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", &base)
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
+    let mut child = local_run_command(&base, &checkout)
         .env("REPLAN_HISTORY__COMMIT_EVERY", "1000")
-        .args([
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add a hello file",
-            "--body",
-            "Please.",
-        ])
-        .arg("--workspace")
-        .arg(checkout.path())
         .arg("--local-dir")
         .arg(state.path())
         .stdout(std::process::Stdio::null())
