@@ -3,6 +3,7 @@
 
 pub mod exit;
 pub mod gating;
+pub mod history_sink;
 pub mod input;
 pub mod outputs;
 pub mod pr_recorder;

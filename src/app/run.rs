@@ -6,6 +6,7 @@
 
 use super::exit::{CliError, Exit};
 use super::gating::{self, Verdict};
+use super::history_sink::HistorySink;
 use super::input::{Decided, decide};
 use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
@@ -14,7 +15,6 @@ use super::workspace::{overrides, resolve_workspace};
 use crate::actions::log::Workflow;
 use crate::bundle::Recorder;
 use crate::config::{self, Config, LoadOptions};
-use crate::engine::journal::EntrySink;
 use crate::engine::prompts::Prompts;
 use crate::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
@@ -23,7 +23,7 @@ use crate::forge::{Forge, Reaction};
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::state::Pending;
 use crate::history::store::LoadedThread;
-use crate::history::{Entry, HistoryBackend, HistoryError, LocalHistory};
+use crate::history::{HistoryBackend, LocalHistory};
 use crate::report::Reporter;
 use crate::report::checklist::ChecklistContext;
 use crate::report::forge_reporter::ForgeReporter;
@@ -35,11 +35,10 @@ use crate::trigger::{
     Actor, EventOutcome, EventSet, ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX,
     Permission, Request, StartRules, ThreadRef, Trigger, decide as gate_decide,
 };
-use async_trait::async_trait;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The command-line side of `replan run`, free of clap.
 #[derive(Debug, Clone, Default)]
@@ -241,11 +240,14 @@ async fn github(ctx: Ctx) -> Result<Exit, CliError> {
             .with_graphql_url(graphql_url),
     );
     let backend = move |config: &Config| -> Arc<dyn HistoryBackend> {
-        Arc::new(GitHubHistory::new(
-            client.clone(),
-            &config.history.branch,
-            &config.history.directory,
-        ))
+        Arc::new(
+            GitHubHistory::new(
+                client.clone(),
+                &config.history.branch,
+                &config.history.directory,
+            )
+            .with_append_timeout(config.history.append_retry().timeout),
+        )
     };
     ci_run(ctx, trigger, github, backend, run_url).await
 }
@@ -647,10 +649,18 @@ async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         api_url: None,
         closed: None,
     };
-    let reporter: Arc<dyn Reporter> = Arc::new(TerminalReporter::new(ChecklistContext {
+    let checklist = ChecklistContext {
         run_url: None,
         model: ctx.config.llm.model.clone(),
-    }));
+    };
+    // The checklist and notices also go into the local forge, as comments would on a forge.
+    let reporter: Arc<dyn Reporter> = Arc::new(crate::report::tee::TeeReporter {
+        primary: Arc::new(
+            ForgeReporter::new(forge.clone(), thread, checklist.clone(), redact_fn())
+                .with_min_interval(std::time::Duration::ZERO),
+        ),
+        also: Arc::new(TerminalReporter::new(checklist)),
+    });
     // The start (for a new thread or without comments), then each comment: it lands on the
     // thread first, then the cycle reads it as the forge's comment event would.
     let start = (opts.comments.is_empty() || created).then_some(None);
@@ -694,34 +704,6 @@ async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
 }
 
 // ----- the cycle on one thread
-
-/// Records the commit of the last append (the `history_commit` output).
-struct RecordingSink {
-    backend: Arc<dyn HistoryBackend>,
-    thread: ThreadRef,
-    last_commit: Mutex<Option<String>>,
-}
-
-#[async_trait]
-impl EntrySink for RecordingSink {
-    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let outcome = self.backend.append(&self.thread, entries).await?;
-        if outcome.conflicts > 0 {
-            tracing::info!(
-                "history: another run wrote to {} meanwhile; appended after its lines ({} re-tries)",
-                self.thread,
-                outcome.conflicts
-            );
-        }
-        if let Some(commit) = outcome.commit {
-            *self.last_commit.lock().unwrap_or_else(|e| e.into_inner()) = Some(commit);
-        }
-        Ok(())
-    }
-}
 
 struct ThreadRun {
     outcome: Option<CycleOutcome>,
@@ -772,8 +754,8 @@ async fn cycle_on_thread(
     };
     for corrupt in &loaded.corrupt {
         ctx.workflow.warning(&format!(
-            "history of {thread}: line {} is corrupt and was skipped (it stays in the file)",
-            corrupt.line_no
+            "history of {thread}: line {} is corrupt ({}) and was skipped (it stays in the file as it is)",
+            corrupt.line_no, corrupt.error
         ));
     }
     let needs_thread = match &trigger.request {
@@ -855,11 +837,12 @@ async fn cycle_on_thread(
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
     let tools = build_registry(tool_context).await;
-    let sink = Arc::new(RecordingSink {
-        backend: backend.clone(),
+    let sink = Arc::new(HistorySink::new(
+        backend.clone(),
         thread,
-        last_commit: Mutex::new(None),
-    });
+        ctx.config.history.commit_every,
+    ));
+    let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let deps = CycleDeps {
         llm: Arc::new(llm),
@@ -881,14 +864,16 @@ async fn cycle_on_thread(
     };
     ctx.workflow
         .group(&format!("Replan: planning cycle on {thread}"));
-    let result = run_cycle(&deps, loaded.state, &input).await;
+    let mut result = run_cycle(&deps, loaded.state, &input).await;
     ctx.workflow.end_group();
     tools.mcp.shutdown().await;
-    let history_commit = sink
-        .last_commit
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    if let Err(unsaved) = sink.close(&ctx.env).await
+        && result.is_ok()
+    {
+        result = Err(crate::engine::CycleError::Fatal(unsaved));
+    }
+    on_sigterm.abort();
+    let history_commit = sink.last_commit();
     match result {
         Ok(outcome) => Ok(ThreadRun {
             outcome: Some(outcome),

@@ -17,9 +17,11 @@ pub fn work_branch(thread: &ThreadRef) -> String {
     crate::tools::forge_tools::branch_prefix(thread).replacen("replan/", "replan/work/", 1)
 }
 
-/// Restore the thread's work branch into a clean checkout when the history has finished tasks.
+/// Restore the thread's work branch into a clean checkout when the thread has a plan. Not only
+/// when the history shows finished tasks: with `history.commit_every` batching a killed run may
+/// have pushed the branch after a task whose entries never reached the history.
 pub async fn restore(workspace: PathBuf, thread: ThreadRef, state: &SessionState) {
-    if state.tasks_done() == 0 {
+    if state.plan.is_none() {
         return;
     }
     let branch = work_branch(&thread);

@@ -324,12 +324,10 @@ impl HistoryBackend for RecordingHistory {
         let mut loaded = self.inner.load(thread).await?;
         let recorded = self.recorded(thread);
         if !recorded.is_empty() {
-            loaded.text = format!(
-                "{}{}{}",
-                loaded.text,
-                jsonl::separator(&loaded.text),
-                jsonl::to_lines(&recorded)
-            );
+            if !loaded.text.is_empty() && !loaded.text.ends_with('\n') {
+                loaded.text.push('\n');
+            }
+            loaded.text.push_str(&jsonl::to_lines(&recorded));
         }
         Ok(loaded)
     }

@@ -84,8 +84,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
 
-    /// Issue number for a local run (in CI the event payload names it).
-    #[arg(long, value_name = "N")]
+    /// Issue number for a local run (in CI the event payload names it); 1 or more.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub issue: Option<u64>,
 
     /// Issue title for a local run.

@@ -46,7 +46,10 @@ pub fn explain_text(loaded: &LoadedConfig) -> String {
     let width = lines.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (line, source) in lines {
-        out.push_str(&format!("{line:<width$}   ({source})\n"));
+        // Padded by hand: a format width above u16::MAX panics, and a config line may be longer.
+        out.push_str(&line);
+        out.extend(std::iter::repeat_n(' ', width - line.len()));
+        out.push_str(&format!("   ({source})\n"));
     }
     out
 }

@@ -10,9 +10,21 @@ pub struct HistoryConfig {
     /// `history prune` archives threads idle for longer than this.
     pub retention_days: u32,
     pub directory: String,
-    /// History entries appended between two commits to the history branch during a run
-    /// (1 = commit after every entry; the end of a run always commits).
+    /// History entries buffered between two commits to the history branch during a run (1 =
+    /// commit after every step). Phase ends (plan, revision, completion), a question or a pending
+    /// approval, the end of the run and SIGTERM always commit.
     pub commit_every: u32,
+    /// How long one append to the history branch keeps retrying while other runs move the branch
+    /// (jittered exponential backoff); the entries are printed to the job log if it runs out.
+    pub append_timeout_seconds: u64,
+}
+
+impl HistoryConfig {
+    pub fn append_retry(&self) -> crate::history::cas::Retry {
+        crate::history::cas::Retry::with_timeout(std::time::Duration::from_secs(
+            self.append_timeout_seconds,
+        ))
+    }
 }
 
 impl Default for HistoryConfig {
@@ -21,7 +33,8 @@ impl Default for HistoryConfig {
             branch: "replan-history".to_owned(),
             retention_days: 90,
             directory: "planning_history".to_owned(),
-            commit_every: 1,
+            commit_every: 20,
+            append_timeout_seconds: 120,
         }
     }
 }

@@ -83,7 +83,7 @@ fn other_defaults() {
     assert_eq!(c.history.branch, "replan-history"); // SPEC F4
     assert_eq!(c.history.retention_days, 90); // SPEC F4
     assert_eq!(c.history.directory, "planning_history");
-    assert_eq!(c.history.commit_every, 1);
+    assert_eq!(c.history.commit_every, 20);
     for forge in [&c.github, &c.gitlab] {
         assert_eq!(forge.trigger_label, "replan");
         assert_eq!(forge.mention_handle, "@replan");

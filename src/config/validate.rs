@@ -82,6 +82,25 @@ impl Checks {
         }
     }
 
+    /// A directory inside the history branch or the local directory: relative and without `..`,
+    /// so a repository's config cannot make Replan write outside its place.
+    fn contained_dir(&mut self, key: &str, value: &str) {
+        let path = std::path::Path::new(value);
+        let escapes = path.is_absolute()
+            || value.starts_with(['/', '\\'])
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            || value.split(['/', '\\']).any(|part| part == "..");
+        if escapes {
+            self.fail(
+                key,
+                format!("`{value}` leaves the history's place (absolute, or with `..`)"),
+                "use a relative directory such as planning_history; pass --local-dir on the command line for a directory elsewhere",
+            );
+        }
+    }
+
     fn not_empty(&mut self, key: &str, value: &str) {
         if value.trim().is_empty() {
             self.fail(
@@ -132,6 +151,7 @@ fn problems(c: &Config) -> Vec<Problem> {
         );
     }
     k.not_empty("planning.history.directory", &p.history.directory);
+    k.contained_dir("planning.history.directory", &p.history.directory);
 
     let d = &p.replanning.llm_decision;
     let min_key = "planning.replanning.llm_decision.min_confidence_threshold";
@@ -245,7 +265,9 @@ fn problems(c: &Config) -> Vec<Problem> {
     let h = &c.history;
     k.at_least_one("history.retention_days", h.retention_days);
     k.at_least_one("history.commit_every", h.commit_every);
+    k.at_least_one("history.append_timeout_seconds", h.append_timeout_seconds);
     k.not_empty("history.directory", &h.directory);
+    k.contained_dir("history.directory", &h.directory);
     let bad_branch = h.branch.is_empty()
         || h.branch.contains("..")
         || h.branch.starts_with(['-', '/'])

@@ -27,7 +27,9 @@ impl Batch {
     pub fn push(&mut self, body: EntryBody) {
         let entry = Entry {
             v: SCHEMA_VERSION,
-            seq: self.state.last_seq + 1,
+            // Saturates at u64::MAX: the history writer then refuses the append with a clear
+            // error (no two lines may share a `seq`), instead of a panic or a wrapped number.
+            seq: self.state.last_seq.saturating_add(1),
             ts: (self.clock)(),
             run_id: self.run_id.clone(),
             body,

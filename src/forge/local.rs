@@ -106,7 +106,7 @@ impl LocalForge {
         body: &str,
         author: &str,
     ) -> Result<Thread, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         let record = Thread {
             thread,
             title: title.to_owned(),
@@ -139,13 +139,13 @@ impl LocalForge {
 
     /// Everything stored for a thread (comments, reactions).
     pub async fn thread_file(&self, thread: &ThreadRef) -> Result<LocalThreadFile, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         self.load(thread)
     }
 
     /// The pull requests opened so far.
     pub async fn pull_requests(&self) -> Result<Vec<RecordedPullRequest>, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         self.load_pulls()
     }
 
@@ -156,7 +156,7 @@ impl LocalForge {
         is_bot: bool,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         let mut file = self.load(thread)?;
         let next = file
             .comments
@@ -234,13 +234,44 @@ impl LocalForge {
     }
 }
 
+/// Held while a read-modify-write of the forge's files is under way: this process's mutex and an
+/// exclusive `flock` on `<dir>/.lock`, so concurrent local runs on one directory serialise.
+struct Exclusive<'a> {
+    _in_process: tokio::sync::MutexGuard<'a, ()>,
+    _file: std::fs::File,
+}
+
+impl LocalForge {
+    async fn exclusive(&self) -> Result<Exclusive<'_>, ForgeError> {
+        let in_process = self.lock.lock().await;
+        let path = self.dir.join(".lock");
+        let error =
+            |e: std::io::Error| ForgeError::Other(format!("cannot lock {}: {e}", path.display()));
+        std::fs::create_dir_all(&self.dir).map_err(error)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(error)?;
+        let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+            .await
+            .map_err(|e| ForgeError::Other(format!("cannot lock {}: {e}", path.display())))?
+            .map_err(error)?;
+        Ok(Exclusive {
+            _in_process: in_process,
+            _file: file,
+        })
+    }
+}
+
 fn write_replacing(path: &Path, text: &str) -> Result<(), ForgeError> {
     let error =
         |e: std::io::Error| ForgeError::Other(format!("cannot write {}: {e}", path.display()));
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(error)?;
     }
-    let temporary = path.with_extension("json.tmp");
+    let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
     std::fs::write(&temporary, text).map_err(error)?;
     std::fs::rename(&temporary, path).map_err(error)
 }
@@ -252,12 +283,12 @@ impl Forge for LocalForge {
     }
 
     async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         Ok(self.load(thread)?.thread)
     }
 
     async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         Ok(self.load(thread)?.comments)
     }
 
@@ -272,7 +303,7 @@ impl Forge for LocalForge {
         comment_id: &str,
         body: &str,
     ) -> Result<(), ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         let mut file = self.load(thread)?;
         let comment = file
             .comments
@@ -300,7 +331,7 @@ impl Forge for LocalForge {
         comment_id: Option<&str>,
         reaction: Reaction,
     ) -> Result<(), ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         let mut file = self.load(thread)?;
         if comment_id.is_some_and(|id| !file.comments.iter().any(|c| c.id == id)) {
             let id = comment_id.unwrap_or_default();
@@ -319,7 +350,7 @@ impl Forge for LocalForge {
         &self,
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.exclusive().await?;
         let missing_head = match &self.repo {
             Some(repo) => !self.branch_exists(repo, &request.head)?,
             None => false,
@@ -364,6 +395,40 @@ impl Forge for LocalForge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Separate forges on one directory stand for separate processes: only the file lock
+    /// serialises them (flock conflicts between separate opens, even in one process).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writers_on_one_directory_lose_no_comment() {
+        let dir = tempfile::tempdir().unwrap();
+        let issue = ThreadRef::issue(3);
+        LocalForge::new(dir.path())
+            .create_thread(issue, "Title", "Body", "alice")
+            .await
+            .unwrap();
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let forge = LocalForge::new(dir.path());
+                tokio::spawn(async move {
+                    for c in 0..10 {
+                        forge
+                            .post_comment(&issue, &format!("w{w}-c{c}"))
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let comments = LocalForge::new(dir.path()).comments(&issue).await.unwrap();
+        assert_eq!(comments.len(), 80);
+        let mut ids: Vec<&str> = comments.iter().map(|c| c.id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 80, "every comment has its own id");
+    }
 
     #[tokio::test]
     async fn comments_get_increasing_ids_and_update_in_place() {

@@ -15,8 +15,17 @@ pub enum HistoryError {
     },
     #[error("history backend error: {0}")]
     Backend(String),
-    #[error("could not append to {path} after {attempts} attempts: the history branch kept moving")]
-    ConflictRetriesExhausted { path: String, attempts: u32 },
+    #[error(
+        "could not append to {path}: the history branch kept moving for {seconds} s ({attempts} attempts); raise history.append_timeout_seconds if many runs share the branch"
+    )]
+    ConflictRetriesExhausted {
+        path: String,
+        attempts: u32,
+        seconds: u64,
+    },
+    /// The history cannot take the change (e.g. its `seq` is exhausted): retrying cannot help.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// The raw file as stored, with an opaque version token for compare-and-swap.

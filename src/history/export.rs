@@ -502,7 +502,7 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                     "**Run finished: {}** ({at}; {} LLM calls, {} tokens, ${:.4}){}\n",
                     json!(status).as_str().unwrap_or(""),
                     usage.calls,
-                    usage.prompt_tokens + usage.completion_tokens,
+                    usage.prompt_tokens.saturating_add(usage.completion_tokens),
                     usage.cost_usd,
                     pull_request
                         .as_deref()
@@ -604,7 +604,7 @@ pub fn summary(thread: &ThreadRef, entries: &[Entry], corrupt: &[CorruptLine]) -
         out,
         "LLM usage: {} calls, {} tokens, ${:.4}",
         u.calls,
-        u.prompt_tokens + u.completion_tokens,
+        u.prompt_tokens.saturating_add(u.completion_tokens),
         u.cost_usd
     );
     for c in corrupt {

@@ -4,17 +4,20 @@
 //! An append reads the branch tip, writes the new blob, builds a tree in a temporary index, makes a
 //! commit and moves the branch with `git update-ref <ref> <new> <old>`: that `<old>` is the
 //! compare-and-swap. When another writer moved the branch first, the append starts again from the
-//! new tip (bounded), renumbering its entries after the last `seq` there.
+//! new tip ([`cas::commit`], bounded by time), renumbering its entries after the last `seq` there.
 
 use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
+use super::cas::{self, BranchFile, Change, Retry, Snapshot, Written};
 use super::entry::Entry;
 use super::jsonl;
+use super::rebase::PendingAppend;
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
 pub const DEFAULT_BRANCH: &str = "replan-history";
 
@@ -29,13 +32,16 @@ pub struct GitBranchHistory {
     directory: String,
     /// Push the branch here after every change (e.g. `origin`).
     pub push_remote: Option<String>,
-    pub max_attempts: u32,
+    /// How long an append keeps trying while other writers move the branch.
+    pub retry: Retry,
     /// Identity for history commits when neither `GIT_AUTHOR_*` nor git config provides one.
     pub fallback_identity: (String, String),
     /// Extra environment for every `git` command (e.g. `GIT_SSH_COMMAND`, or config isolation).
     pub git_env: Vec<(String, String)>,
     #[doc(hidden)]
     pub before_update_ref: Option<BeforeUpdateRefHook>,
+    /// Whether git knows who commits, asked once (two `git config` calls per commit otherwise).
+    identity_known: Arc<OnceLock<bool>>,
 }
 
 impl std::fmt::Debug for GitBranchHistory {
@@ -66,10 +72,11 @@ impl GitBranchHistory {
             branch: branch.into(),
             directory: directory.into(),
             push_remote: None,
-            max_attempts: 5,
+            retry: Retry::default(),
             fallback_identity: ("replan".into(), "replan@localhost".into()),
             git_env: Vec::new(),
             before_update_ref: None,
+            identity_known: Arc::new(OnceLock::new()),
         }
     }
 
@@ -150,20 +157,21 @@ impl GitBranchHistory {
 
     /// The file's bytes exactly as stored: lines that are not valid UTF-8 must survive appends.
     fn read_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, HistoryError> {
+        let spec = format!("{commit}:{path}");
+        let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
+        if out.ok {
+            return Ok(out.stdout);
+        }
+        // Only now ask whether the file is simply not there yet (one process less per append).
         let listed = self.git_ok(&["ls-tree", "--name-only", commit, "--", path], None, &[])?;
         if listed.is_empty() {
             return Ok(Vec::new());
         }
-        let spec = format!("{commit}:{path}");
-        let out = self.git(&["cat-file", "blob", &spec], None, &[])?;
-        if !out.ok {
-            return Err(HistoryError::Backend(format!(
-                "cannot read {spec} in {}: {}",
-                self.repo.display(),
-                out.stderr
-            )));
-        }
-        Ok(out.stdout)
+        Err(HistoryError::Backend(format!(
+            "cannot read {spec} in {}: {}",
+            self.repo.display(),
+            out.stderr
+        )))
     }
 
     pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
@@ -172,68 +180,27 @@ impl GitBranchHistory {
             return Ok(LoadedHistory::default());
         };
         let bytes = self.read_at(&tip, &thread.history_path(&self.directory))?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(LoadedHistory {
-            text,
+            text: jsonl::text_of(&bytes),
             version: Some(tip),
         })
     }
 
-    /// Commit `new_text(old_text)` as the thread's file, retrying on a concurrent branch move.
-    /// `new_text` returns the new content and the first `seq` it assigned; None deletes the file.
+    /// Commit `change(old bytes)` as the thread's file through the shared compare-and-swap loop
+    /// (this runs on a blocking thread already).
     fn commit_loop(
         &self,
         thread: &ThreadRef,
         message: &str,
-        mut new_text: impl FnMut(&[u8]) -> (Option<Vec<u8>>, u64),
+        change: impl FnMut(&[u8]) -> Result<Change, HistoryError> + Send,
     ) -> Result<AppendOutcome, HistoryError> {
         let path = thread.history_path(&self.directory);
         self.fetch()?;
-        let mut conflicts = 0;
-        for attempt in 0..self.max_attempts {
-            let old = self.tip()?;
-            let old_text = match &old {
-                Some(c) => self.read_at(c, &path)?,
-                None => Vec::new(),
-            };
-            let (text, first_seq) = new_text(&old_text);
-            let commit = self.make_commit(old.as_deref(), &path, text.as_deref(), message)?;
-            if let Some(hook) = &self.before_update_ref {
-                hook(attempt);
-            }
-            let expected = old.clone().unwrap_or_default();
-            let out = self.git(
-                &["update-ref", &self.full_ref(), &commit, &expected],
-                None,
-                &[],
-            )?;
-            if !out.ok {
-                if is_ref_conflict(&out.stderr) {
-                    conflicts += 1;
-                    continue;
-                }
-                return Err(HistoryError::Backend(format!(
-                    "git update-ref {} failed in {}: {}",
-                    self.full_ref(),
-                    self.repo.display(),
-                    out.stderr
-                )));
-            }
-            if self.push()? {
-                return Ok(AppendOutcome {
-                    commit: Some(commit),
-                    conflicts,
-                    first_seq,
-                });
-            }
-            // The remote moved: take its branch and apply our change again on top of it.
-            conflicts += 1;
-            self.fetch()?;
-        }
-        Err(HistoryError::ConflictRetriesExhausted {
-            path,
-            attempts: self.max_attempts,
-        })
+        let store = Attempts {
+            history: self,
+            count: AtomicU32::new(0),
+        };
+        cas::commit_blocking(&store, &path, message, self.retry, change)
     }
 
     fn make_commit(
@@ -281,6 +248,14 @@ impl GitBranchHistory {
 
     /// Whether git already knows who commits; the fallback identity must not override it.
     fn has_identity(&self) -> Result<bool, HistoryError> {
+        if let Some(known) = self.identity_known.get() {
+            return Ok(*known);
+        }
+        let known = self.ask_identity()?;
+        Ok(*self.identity_known.get_or_init(|| known))
+    }
+
+    fn ask_identity(&self) -> Result<bool, HistoryError> {
         let env = |k: &str| {
             std::env::var_os(k).is_some() || self.git_env.iter().any(|(name, _)| name == k)
         };
@@ -340,16 +315,8 @@ impl GitBranchHistory {
             },
             thread.history_path(&self.directory)
         );
-        self.commit_loop(thread, &message, |old| {
-            let old_text = String::from_utf8_lossy(old);
-            let after = jsonl::max_seq(&old_text);
-            let mut mine = entries.to_vec();
-            jsonl::renumber(&mut mine, after);
-            let mut bytes = old.to_vec();
-            bytes.extend_from_slice(jsonl::separator(&old_text).as_bytes());
-            bytes.extend_from_slice(jsonl::to_lines(&mine).as_bytes());
-            (Some(bytes), after + 1)
-        })
+        let mut pending = PendingAppend::new(thread.history_path(&self.directory), entries);
+        self.commit_loop(thread, &message, |old| pending.onto(old))
     }
 
     pub fn rewrite_blocking(
@@ -358,12 +325,7 @@ impl GitBranchHistory {
         text: &str,
     ) -> Result<AppendOutcome, HistoryError> {
         let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
-        self.commit_loop(thread, &message, |_| {
-            (
-                (!text.is_empty()).then(|| text.as_bytes().to_vec()),
-                jsonl::max_seq(text),
-            )
-        })
+        self.commit_loop(thread, &message, |_| Ok(Change::replacing(text)))
     }
 
     pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {
@@ -391,6 +353,67 @@ impl GitBranchHistory {
             .collect();
         out.sort();
         Ok(out)
+    }
+}
+
+/// One append's attempts on the branch (the count feeds the test hook).
+struct Attempts<'a> {
+    history: &'a GitBranchHistory,
+    count: AtomicU32,
+}
+
+#[async_trait]
+impl BranchFile for Attempts<'_> {
+    type Base = Option<String>;
+
+    async fn read(&self, path: &str) -> Result<Snapshot<Option<String>>, HistoryError> {
+        let tip = self.history.tip()?;
+        let bytes = match &tip {
+            Some(commit) => self.history.read_at(commit, path)?,
+            None => Vec::new(),
+        };
+        Ok(Snapshot { bytes, base: tip })
+    }
+
+    async fn write(
+        &self,
+        path: &str,
+        old: &Option<String>,
+        bytes: Option<&[u8]>,
+        message: &str,
+    ) -> Result<Written, HistoryError> {
+        let me = self.history;
+        let commit = me.make_commit(old.as_deref(), path, bytes, message)?;
+        if let Some(hook) = &me.before_update_ref {
+            hook(self.count.fetch_add(1, Ordering::Relaxed));
+        }
+        let expected = old.clone().unwrap_or_default();
+        let out = me.git(
+            &["update-ref", &me.full_ref(), &commit, &expected],
+            None,
+            &[],
+        )?;
+        if !out.ok {
+            if is_ref_conflict(&out.stderr) {
+                return Ok(Written::Moved(out.stderr));
+            }
+            return Err(HistoryError::Backend(format!(
+                "git update-ref {} failed in {}: {}",
+                me.full_ref(),
+                me.repo.display(),
+                out.stderr
+            )));
+        }
+        if me.push()? {
+            return Ok(Written::Committed(Some(commit)));
+        }
+        // The remote moved: take its branch and apply our change again on top of it.
+        me.fetch()?;
+        Ok(Written::Moved("the remote history branch moved".into()))
+    }
+
+    async fn pause(&self, duration: std::time::Duration) {
+        std::thread::sleep(duration);
     }
 }
 

@@ -56,6 +56,34 @@ pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
         .filter(|(_, l, _)| !l.trim().is_empty())
 }
 
+/// Marks a line that was not valid UTF-8 in the text [`text_of`] makes for the parser.
+const NOT_UTF8: char = '\u{FFFF}';
+
+/// The file's bytes as text for [`parse`]: a line that is not valid UTF-8 is kept (lossily, with a
+/// mark) so the parser reports it as corrupt instead of reading a repaired copy. Writers append to
+/// the bytes, never to this text.
+pub fn text_of(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len() + 16);
+            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                match std::str::from_utf8(line) {
+                    Ok(line) => out.push_str(line),
+                    Err(_) => {
+                        out.push(NOT_UTF8);
+                        out.push_str(&String::from_utf8_lossy(line));
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
 /// Files above this size are parsed on several threads.
 const PARALLEL_PARSE_BYTES: usize = 1 << 20;
 
@@ -165,6 +193,12 @@ const KNOWN_TYPES: &[&str] = &[
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {
+    if line.starts_with(NOT_UTF8) {
+        return Err(LineError {
+            error: "not valid UTF-8".into(),
+            seq: None,
+        });
+    }
     match serde_json::from_str::<Entry>(line) {
         Ok(e) if e.v > SCHEMA_VERSION => Err(LineError {
             error: newer(e.v),
@@ -207,40 +241,33 @@ fn prefix(line: &str) -> String {
     }
 }
 
-/// Append `entries` to the text of a file, renumbering their `seq` after `after_seq`. A last line
-/// without a newline (a cut-off write) is closed first so it stays a line of its own.
-pub fn append_text(existing: &str, entries: &mut [Entry], after_seq: u64) -> String {
-    renumber(entries, after_seq);
-    let mut out = String::with_capacity(existing.len() + entries.len() * 256 + 1);
-    out.push_str(existing);
-    out.push_str(separator(existing));
-    out.push_str(&to_lines(entries));
-    out
-}
-
-/// What must be written before new lines so they start on a line of their own.
-pub fn separator(existing: &str) -> &'static str {
-    if existing.is_empty() || existing.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    }
-}
-
 pub fn renumber(entries: &mut [Entry], after_seq: u64) {
     for (i, e) in entries.iter_mut().enumerate() {
-        e.seq = after_seq + 1 + i as u64;
+        // Callers check that the numbers fit (see `rebase`); saturate rather than wrap.
+        e.seq = after_seq.saturating_add(1).saturating_add(i as u64);
     }
 }
 
 /// The highest `seq` in a file without building the entries (for appenders).
 pub fn max_seq(text: &str) -> u64 {
+    max_seq_bytes(text.as_bytes())
+}
+
+/// [`max_seq`] over the file's bytes as stored (lines that are not UTF-8 included).
+pub fn max_seq_bytes(bytes: &[u8]) -> u64 {
     #[derive(Deserialize)]
     struct Seq {
         seq: Option<u64>,
     }
-    lines(text)
-        .filter_map(|(_, l, _)| {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| {
+            // A damaged byte elsewhere in a line must not hide its `seq`.
+            let l = String::from_utf8_lossy(l);
+            let l = l.as_ref();
+            if l.trim().is_empty() {
+                return None;
+            }
             canonical_seq(l).or_else(|| serde_json::from_str::<Seq>(l).ok().and_then(|s| s.seq))
         })
         .max()
@@ -250,14 +277,29 @@ pub fn max_seq(text: &str) -> u64 {
 /// Fast path for lines as this crate writes them: `{"v":<n>,"seq":<m>,...`. The `seq` right after
 /// the leading `v` is the top-level one, so no JSON parse is needed.
 fn canonical_seq(line: &str) -> Option<u64> {
+    let (_, digits, _) = split_seq(line)?;
+    digits.parse().ok()
+}
+
+/// A line as this crate writes it, cut around its `seq` digits: (`{"v":<n>,"seq":`, digits, rest).
+fn split_seq(line: &str) -> Option<(&str, &str, &str)> {
     let rest = line.strip_prefix("{\"v\":")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let rest = rest[digits..].strip_prefix(",\"seq\":")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || !matches!(rest.as_bytes().get(digits), Some(b',' | b'}')) {
+    let v_digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let head = "{\"v\":".len() + v_digits + ",\"seq\":".len();
+    rest[v_digits..].strip_prefix(",\"seq\":")?;
+    let tail = &line[head..];
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !matches!(tail.as_bytes().get(digits), Some(b',' | b'}')) {
         return None;
     }
-    rest[..digits].parse().ok()
+    Some((&line[..head], &tail[..digits], &tail[digits..]))
+}
+
+/// What identifies a line across retries: the line without its `seq` (run id, timestamp and
+/// content stay the same when an append is re-sent; only `seq` may change).
+pub fn idempotency_key(line: &str) -> Option<String> {
+    let (head, _, rest) = split_seq(line)?;
+    Some(format!("{head}{rest}"))
 }
 
 #[cfg(test)]
@@ -326,9 +368,10 @@ mod tests {
 
     #[test]
     fn appending_after_a_cut_off_line_keeps_it_on_its_own_line() {
-        let mut new = [entry(1), entry(1)];
-        let text = append_text("{\"v\":1,\"se", &mut new, 4);
-        assert_eq!(new.iter().map(|e| e.seq).collect::<Vec<_>>(), [5, 6]);
+        let mut pending = crate::history::rebase::PendingAppend::new("f", &[entry(1), entry(1)]);
+        let (bytes, first) = pending.append_to(b"{\"v\":1,\"seq\":4,\"x").unwrap();
+        assert_eq!(first, 5);
+        let text = String::from_utf8(bytes).unwrap();
         let p = parse(&text);
         assert_eq!(p.corrupt.len(), 1);
         assert_eq!(p.corrupt[0].line_no, 1);

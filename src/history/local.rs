@@ -8,6 +8,7 @@
 use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
 use super::entry::Entry;
 use super::jsonl;
+use super::rebase::PendingAppend;
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use std::fs::{self, File, OpenOptions};
@@ -38,7 +39,7 @@ impl LocalHistory {
         match fs::read(&path) {
             Ok(bytes) => Ok(LoadedHistory {
                 version: Some(bytes.len().to_string()),
-                text: String::from_utf8_lossy(&bytes).into_owned(),
+                text: jsonl::text_of(&bytes),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedHistory::default()),
             Err(e) => Err(io(&path, e)),
@@ -54,18 +55,16 @@ impl LocalHistory {
         let mut file = open_locked(&path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| io(&path, e))?;
-        let existing = String::from_utf8_lossy(&bytes);
-        let after = jsonl::max_seq(&existing);
-        let mut entries = entries.to_vec();
-        jsonl::renumber(&mut entries, after);
-        let mut out = String::from(jsonl::separator(&existing));
-        out.push_str(&jsonl::to_lines(&entries));
-        file.write_all(out.as_bytes()).map_err(|e| io(&path, e))?;
+        let old_len = bytes.len();
+        let mut pending = PendingAppend::new(path.display().to_string(), entries);
+        let (new, first_seq) = pending.append_to(&bytes)?;
+        // The file is opened for appending under the lock: only the new tail is written.
+        file.write_all(&new[old_len..]).map_err(|e| io(&path, e))?;
         file.sync_data().map_err(|e| io(&path, e))?;
         Ok(AppendOutcome {
             commit: None,
             conflicts: 0,
-            first_seq: after + 1,
+            first_seq,
         })
     }
 

@@ -1,12 +1,14 @@
 //! The thread's append-only JSONL history and the session state replayed from it.
 
 pub mod backend;
+pub mod cas;
 pub mod entry;
 pub mod export;
 pub mod git_branch;
 pub mod jsonl;
 pub mod local;
 pub mod prune;
+pub mod rebase;
 pub mod state;
 pub mod stats;
 pub mod store;

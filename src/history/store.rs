@@ -86,7 +86,7 @@ impl HistoryStore {
             run_id: run_id.into(),
             commit_every: commit_every.max(1),
             clock: Arc::new(Utc::now),
-            next_seq: loaded.max_seq + 1,
+            next_seq: loaded.max_seq.saturating_add(1),
             entries: loaded.entries,
             corrupt: loaded.corrupt,
             state: loaded.state,
@@ -207,7 +207,7 @@ impl HistoryStore {
             run_id: self.run_id.clone(),
             body,
         };
-        self.next_seq += 1;
+        self.next_seq = self.next_seq.saturating_add(1);
         apply(&mut self.state, &entry);
         self.entries.push(entry);
         self.unflushed += 1;
@@ -237,9 +237,9 @@ impl HistoryStore {
             .await?;
         // A concurrent writer may have forced a renumbering: keep our copy equal to the file.
         for (i, e) in self.entries[start..].iter_mut().enumerate() {
-            e.seq = outcome.first_seq + i as u64;
+            e.seq = outcome.first_seq.saturating_add(i as u64);
         }
-        self.next_seq = outcome.first_seq + self.unflushed as u64;
+        self.next_seq = outcome.first_seq.saturating_add(self.unflushed as u64);
         self.state.last_seq = self.state.last_seq.max(self.next_seq - 1);
         self.unflushed = 0;
         self.last_outcome = Some(outcome);

@@ -210,7 +210,7 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
         let mut tokens = format!(
             "LLM: {} calls, {} tokens ({} in / {} out)",
             u.calls,
-            u.prompt_tokens + u.completion_tokens,
+            u.prompt_tokens.saturating_add(u.completion_tokens),
             u.prompt_tokens,
             u.completion_tokens
         );

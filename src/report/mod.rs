@@ -6,6 +6,7 @@ pub mod markers;
 pub mod mermaid;
 pub mod notice;
 pub mod summary;
+pub mod tee;
 pub mod terminal;
 
 use crate::history::SessionState;

@@ -23,9 +23,46 @@ where
     }
 }
 
-/// Read a file as UTF-8 text, refusing binary content.
+/// Open a file for reading, refusing at once anything but a regular file: opening a FIFO would
+/// wait for a writer (and keep the process alive after the cycle), a device may never end.
+pub fn open_regular(absolute: &std::path::Path, shown: &str) -> Result<std::fs::File, ToolError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Checked again on the open file: a FIFO swapped in after a metadata check must not block.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let not_regular = || {
+        ToolError::new(
+            ToolErrorKind::Denied,
+            format!(
+                "`{shown}` is not a regular file (a FIFO, socket or device); only regular files can be read"
+            ),
+        )
+    };
+    if !std::fs::metadata(absolute)
+        .map_err(|e| io_error(shown, "read", &e))?
+        .is_file()
+    {
+        return Err(not_regular());
+    }
+    let file = options
+        .open(absolute)
+        .map_err(|e| io_error(shown, "read", &e))?;
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok(file),
+        Ok(_) => Err(not_regular()),
+        Err(e) => Err(io_error(shown, "read", &e)),
+    }
+}
+
+/// Read a file as UTF-8 text, refusing binary content and anything but a regular file.
 pub fn read_text(absolute: &std::path::Path, shown: &str) -> Result<String, ToolError> {
-    let bytes = std::fs::read(absolute).map_err(|e| io_error(shown, "read", &e))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_regular(absolute, shown)?, &mut bytes)
+        .map_err(|e| io_error(shown, "read", &e))?;
     if bytes.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::new(
             ToolErrorKind::Failed,

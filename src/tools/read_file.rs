@@ -1,7 +1,7 @@
 //! `read_file`: a text file of the workspace, whole or by line range, within a size cap.
 
 use super::args::{Args, invalid};
-use super::blocking::{read_text, run_blocking};
+use super::blocking::{io_error, open_regular, run_blocking};
 use super::workspace::Workspace;
 use super::{Tool, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -62,50 +62,97 @@ impl Tool for ReadFileTool {
                     target.relative
                 )));
             }
-            let text = read_text(&target.absolute, &target.relative)?;
-            let selected = select_lines(&text, start, end, &target.relative)?;
             Ok(ToolOutput {
-                content: truncate(&selected, cap, text.len()),
+                content: read_lines_bounded(&target.absolute, &target.relative, start, end, cap)?,
             })
         })
         .await
     }
 }
 
-fn select_lines(
-    text: &str,
+/// Lines `start..=end` of the file, read as a stream: memory stays within `cap` whatever the
+/// file's size (the rest of the file is only counted, never kept).
+fn read_lines_bounded(
+    absolute: &std::path::Path,
+    shown: &str,
     start: Option<u64>,
     end: Option<u64>,
-    shown: &str,
+    cap: usize,
 ) -> Result<String, super::ToolError> {
-    if start.is_none() && end.is_none() {
-        return Ok(text.to_owned());
+    use std::io::BufRead;
+    let file = open_regular(absolute, shown)?;
+    let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    let (first, last) = (start.unwrap_or(1), end.unwrap_or(u64::MAX));
+    // Keep a few bytes past the cap, so a character cut at the cap can be completed.
+    let keep = cap.saturating_add(4);
+    let (mut line, mut at_line_start, mut seen) = (1u64, true, 0usize);
+    let (mut kept, mut selected) = (Vec::new(), 0u64);
+    loop {
+        let buf = reader.fill_buf().map_err(|e| io_error(shown, "read", &e))?;
+        if buf.is_empty() || line > last {
+            break;
+        }
+        if seen < 8192 && buf.iter().take(8192 - seen).any(|b| *b == 0) {
+            return Err(failed(format!(
+                "`{shown}` is a binary file; only text files can be read or edited"
+            )));
+        }
+        seen = seen.saturating_add(buf.len());
+        let mut rest = buf;
+        while !rest.is_empty() && line <= last {
+            let (piece, ends_line) = match rest.iter().position(|b| *b == b'\n') {
+                Some(i) => (&rest[..=i], true),
+                None => (rest, false),
+            };
+            if line >= first {
+                selected = selected.saturating_add(piece.len() as u64);
+                let room = keep.saturating_sub(kept.len());
+                kept.extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            at_line_start = ends_line;
+            if ends_line {
+                line = line.saturating_add(1);
+            }
+            rest = &rest[piece.len()..];
+        }
+        let used = buf.len() - rest.len();
+        reader.consume(used);
     }
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len() as u64;
-    let start = start.unwrap_or(1);
-    if start > total {
+    // `line` counts lines begun; a file that ends in a newline has not begun the next one.
+    let total = if at_line_start { line - 1 } else { line };
+    if (start.is_some() || end.is_some()) && first > total {
         return Err(invalid(format!(
-            "read_file: start_line {start} is past the end of `{shown}` ({total} lines)"
+            "read_file: start_line {first} is past the end of `{shown}` ({total} lines)"
         )));
     }
-    let end = end.unwrap_or(total).min(total);
-    Ok(lines[(start - 1) as usize..end as usize].concat())
-}
-
-fn truncate(text: &str, cap: usize, file_bytes: usize) -> String {
-    if text.len() <= cap {
-        return text.to_owned();
+    let text = utf8_prefix(&kept, shown)?;
+    if selected <= cap as u64 {
+        return Ok(text.to_owned());
     }
-    let mut cut = cap;
+    let mut cut = cap.min(text.len());
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
     let shown_lines = text[..cut].matches('\n').count();
-    format!(
-        "{}\n[… cut after {cut} of {} bytes (file: {file_bytes} bytes, {shown_lines} whole lines \
+    Ok(format!(
+        "{}\n[… cut after {cut} of {selected} bytes (file: {file_bytes} bytes, {shown_lines} whole lines \
          shown); read the rest with start_line/end_line]",
         &text[..cut],
-        text.len()
-    )
+    ))
+}
+
+/// The kept bytes as text: a character cut at the end is dropped, anything else invalid refused.
+fn utf8_prefix<'a>(bytes: &'a [u8], shown: &str) -> Result<&'a str, super::ToolError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) if e.error_len().is_none() => {
+            Ok(std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default())
+        }
+        Err(_) => Err(failed(format!("`{shown}` is not valid UTF-8 text"))),
+    }
+}
+
+fn failed(message: String) -> super::ToolError {
+    super::ToolError::new(super::ToolErrorKind::Failed, message)
 }

@@ -1,7 +1,7 @@
 //! `search`: a regular expression over the text files of the workspace, honouring .gitignore.
 
 use super::args::{Args, invalid};
-use super::blocking::run_blocking;
+use super::blocking::{open_regular, run_blocking};
 use super::list_files::walker;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
@@ -86,9 +86,19 @@ impl Tool for SearchTool {
                 {
                     continue;
                 }
-                let Ok(bytes) = std::fs::read(entry.path()) else {
+                // Never more than the cap, even if the file grew since its size was read.
+                let mut bytes = Vec::new();
+                let Ok(file) = open_regular(entry.path(), "") else {
                     continue;
                 };
+                if std::io::Read::read_to_end(
+                    &mut std::io::Read::take(file, max_file_bytes),
+                    &mut bytes,
+                )
+                .is_err()
+                {
+                    continue;
+                }
                 if bytes.iter().take(8192).any(|b| *b == 0) {
                     continue;
                 }

@@ -43,24 +43,51 @@ pub enum TriggerError {
         problem: String,
     },
 
+    /// Valid JSON of the wrong shape: the field and the type it should have.
+    #[error(
+        "the event payload {} does not have the expected shape at `{field}`: {message}; check that it is the payload of the event named",
+        path.display()
+    )]
+    WrongShape {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+
     #[error("CI variable {name} {problem}")]
     BadVariable { name: String, problem: String },
 }
 
 impl TriggerError {
     pub(crate) fn from_json(path: &std::path::Path, err: &serde_json::Error) -> Self {
-        let full = err.to_string();
-        // serde_json appends " at line L column C"; the fields carry that already.
-        let message = match full.rfind(" at line ") {
-            Some(cut) => full[..cut].to_owned(),
-            None => full,
-        };
+        let message = without_position(err);
         TriggerError::InvalidJson {
             path: path.to_owned(),
             line: err.line(),
             column: err.column(),
             message,
         }
+    }
+
+    /// Parse a payload: a syntax error is "not valid JSON", a wrong shape names the field path
+    /// and the expected type.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        path: &std::path::Path,
+        json: &str,
+    ) -> Result<T, Self> {
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.classify() != serde_json::error::Category::Data {
+                return TriggerError::from_json(path, &inner);
+            }
+            TriggerError::WrongShape {
+                path: path.to_owned(),
+                field,
+                message: without_position(&inner),
+            }
+        })
     }
 
     pub(crate) fn missing(path: &std::path::Path, event: &str, field: &str) -> Self {
@@ -70,5 +97,14 @@ impl TriggerError {
             field: field.to_owned(),
             hint: "this does not look like the payload of that event; check the event name and the payload file".into(),
         }
+    }
+}
+
+/// serde_json appends " at line L column C"; the error's fields carry that already.
+fn without_position(err: &serde_json::Error) -> String {
+    let full = err.to_string();
+    match full.rfind(" at line ") {
+        Some(cut) => full[..cut].to_owned(),
+        None => full,
     }
 }

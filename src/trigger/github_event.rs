@@ -131,7 +131,7 @@ pub fn from_actions_explained(
     let payload: Payload = if event_name == "schedule" && payload_json.trim().is_empty() {
         Payload::default()
     } else {
-        serde_json::from_str(payload_json).map_err(|e| TriggerError::from_json(path, &e))?
+        TriggerError::parse(path, payload_json)?
     };
     let ctx = Ctx {
         event_name,
@@ -600,14 +600,17 @@ mod tests {
     }
 
     #[test]
-    fn wrong_type_reports_line_and_column() {
+    fn wrong_type_names_the_field_and_the_expected_type() {
         let err = parse(
             "issues",
             "{\n  \"action\": \"opened\",\n  \"issue\": {\"number\": \"one\"}\n}",
         )
         .unwrap_err();
         match err {
-            TriggerError::InvalidJson { line, .. } => assert_eq!(line, 3),
+            TriggerError::WrongShape { field, message, .. } => {
+                assert_eq!(field, "issue.number");
+                assert!(message.contains("expected u64"), "{message}");
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -257,7 +257,7 @@ fn from_webhook(
     path: &Path,
     rules: &StartRules,
 ) -> Result<EventOutcome, TriggerError> {
-    let hook: Hook = serde_json::from_str(json).map_err(|e| TriggerError::from_json(path, &e))?;
+    let hook: Hook = TriggerError::parse(path, json)?;
     let kind = hook
         .object_kind
         .clone()

@@ -379,3 +379,58 @@ mod history_and_plan {
             .stderr(predicate::str::contains("broken.json"));
     }
 }
+
+/// A format width above u16::MAX used to panic in `config --explain`.
+#[test]
+fn config_explain_with_a_line_longer_than_65535_bytes_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "m".repeat(70_000);
+    replan()
+        .args(["config", "--explain", "--workspace"])
+        .arg(dir.path())
+        .args(["--set", &format!("llm.model={model}")])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("llm.model = \"{model}\"")));
+}
+
+#[test]
+fn a_history_directory_outside_the_workspace_is_refused_and_named() {
+    for directory in ["../../x", "/tmp/elsewhere", "planning_history/../../x"] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(".replan.yml"),
+            format!("history:\n  directory: \"{directory}\"\n"),
+        )
+        .unwrap();
+        replan()
+            .args(["config", "--workspace"])
+            .arg(dir.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("error"))
+            .stderr(predicate::str::contains("history.directory"))
+            .stderr(predicate::str::contains(directory));
+    }
+}
+
+#[test]
+fn issue_number_zero_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    replan()
+        .args([
+            "run",
+            "--issue",
+            "0",
+            "--title",
+            "t",
+            "--body",
+            "b",
+            "--workspace",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with("error"))
+        .stderr(predicate::str::contains("--issue"));
+}

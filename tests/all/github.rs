@@ -30,7 +30,7 @@ use crate::support::{ConcurrentChange, FakeGitHub, Fault};
 const BRANCH: &str = "replan-history";
 const ISSUE_FILE: &str = "planning_history/issues/1.jsonl";
 
-fn settings(fake: &FakeGitHub) -> GitHubSettings {
+pub(crate) fn settings(fake: &FakeGitHub) -> GitHubSettings {
     GitHubSettings {
         api_url: fake.base_url(),
         token: fake.token(),
@@ -70,6 +70,29 @@ fn answer(run: &str, text: &str) -> Entry {
             assumed: false,
         },
     }
+}
+
+/// Issue 1's history with one line, "base", appended by `run-1`.
+async fn with_base_line(backend: &GitHubHistory) -> ThreadRef {
+    let thread = ThreadRef::issue(1);
+    backend
+        .append(&thread, &[answer("run-1", "base")])
+        .await
+        .unwrap();
+    thread
+}
+
+/// The next `times` updates of the history ref answer `status` with `message`.
+fn refuse_ref_updates(fake: &FakeGitHub, status: u16, message: &str, times: usize) {
+    fake.push_fault(
+        Fault::new(
+            "PATCH",
+            "/repos/octo/widgets/git/refs/heads/replan-history",
+            status,
+        )
+        .body(serde_json::json!({ "message": message }))
+        .times(times),
+    );
 }
 
 fn texts(file: &str) -> Vec<(u64, String)> {
@@ -195,47 +218,103 @@ async fn github_history_branch_created_by_another_run_meanwhile_is_appended_to()
 }
 
 #[tokio::test]
-async fn github_history_gives_up_after_bounded_conflicts_and_says_so() {
+async fn github_history_keeps_retrying_while_the_branch_moves_and_lands() {
     let fake = FakeGitHub::start();
-    let backend = history(&fake).with_max_attempts(3);
-    let thread = ThreadRef::issue(1);
-    backend
-        .append(&thread, &[answer("run-1", "base")])
+    let backend = history(&fake);
+    let thread = with_base_line(&backend).await;
+    // Another writer wins the race ten times in a row: more than any attempt count used to allow.
+    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10);
+
+    let outcome = backend
+        .append(&thread, &[answer("run-1", "late")])
         .await
         .unwrap();
-    // Another writer keeps winning the race.
-    fake.push_fault(
-        Fault::new(
-            "PATCH",
-            "/repos/octo/widgets/git/refs/heads/replan-history",
-            422,
-        )
-        .body(serde_json::json!({ "message": "Update is not a fast forward" }))
-        .times(10),
+
+    assert_eq!(outcome.conflicts, 10);
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert_eq!(
+        texts(&file),
+        vec![(1, "base".to_owned()), (2, "late".to_owned())]
     );
+}
+
+#[tokio::test]
+async fn github_history_gives_up_only_when_its_time_is_up_and_says_so() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake).with_append_timeout(Duration::from_millis(300));
+    let thread = with_base_line(&backend).await;
+    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10_000);
+    let started = Instant::now();
 
     let err = backend
         .append(&thread, &[answer("run-1", "late")])
         .await
         .unwrap_err();
 
+    assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(
-        matches!(
-            err,
-            HistoryError::ConflictRetriesExhausted { attempts: 3, .. }
-        ),
+        matches!(err, HistoryError::ConflictRetriesExhausted { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains(ISSUE_FILE), "{err}");
-    assert_eq!(
-        fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
-            .len(),
-        3,
-        "bounded attempts"
+    let message = err.to_string();
+    assert!(message.contains(ISSUE_FILE), "{message}");
+    assert!(
+        message.contains("history.append_timeout_seconds"),
+        "{message}"
     );
     // The line that was there is still there; nothing half-written.
     let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
     assert_eq!(texts(&file), vec![(1, "base".to_owned())]);
+}
+
+#[tokio::test]
+async fn github_history_stops_at_once_on_a_real_error() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake);
+    let thread = with_base_line(&backend).await;
+    refuse_ref_updates(&fake, 403, "Resource not accessible by integration", 10);
+
+    let err = backend
+        .append(&thread, &[answer("run-1", "late")])
+        .await
+        .unwrap_err();
+
+    assert!(matches!(err, HistoryError::Backend(_)), "{err}");
+    assert_eq!(
+        fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
+            .len(),
+        1,
+        "one refused attempt (the first append created the ref), no retries"
+    );
+}
+
+#[tokio::test]
+async fn github_history_append_keeps_earlier_bytes_that_are_not_utf8() {
+    let fake = FakeGitHub::start();
+    let good = jsonl::to_line(&Entry {
+        seq: 1,
+        ..answer("old", "kept")
+    });
+    let mut old = format!("{good}\n").into_bytes();
+    old.extend_from_slice(b"{\"v\":1,\"seq\":2,\"broken\":\"\xff\xfe\"}\n");
+    fake.commit_file_bytes(BRANCH, ISSUE_FILE, &old);
+    let backend = history(&fake);
+    let thread = ThreadRef::issue(1);
+
+    let loaded = backend.load(&thread).await.unwrap();
+    let parsed = jsonl::parse(&loaded.text);
+    assert_eq!(parsed.corrupt.len(), 1, "{:?}", parsed.corrupt);
+    assert_eq!(parsed.corrupt[0].line_no, 2);
+    assert!(parsed.corrupt[0].error.contains("UTF-8"));
+    backend
+        .append(&thread, &[answer("run", "new")])
+        .await
+        .unwrap();
+
+    let file = fake.file_bytes_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert!(file.starts_with(&old), "earlier lines kept byte for byte");
+    let tail = std::str::from_utf8(&file[old.len()..]).unwrap();
+    assert_eq!(texts(tail), vec![(3, "new".to_owned())]);
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ mod support;
 mod bundle;
 mod cli;
 mod config;
+mod contention;
 mod engine;
 mod github;
 mod gitlab;

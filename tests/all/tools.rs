@@ -1170,3 +1170,71 @@ async fn a_pull_request_the_forge_rejects_is_a_failed_call_naming_the_branch() {
     assert!(error.message.contains("replan/issue-5"), "{error}");
     assert!(error.message.contains("does not exist"), "{error}");
 }
+
+// ----- bounded reading (issue 14)
+
+#[tokio::test]
+async fn read_file_refuses_a_fifo_at_once_and_search_skips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "notes.txt", "needle\n");
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let tools = registry(dir.path()).await;
+    let started = std::time::Instant::now();
+
+    let error = err(&tools, "read_file", json!({"path": "pipe"})).await;
+
+    assert!(error.message.contains("not a regular file"), "{error}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let found = ok(&tools, "search", json!({"pattern": "needle"})).await;
+    assert!(found.contains("notes.txt:1"), "{found}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn read_file_of_a_large_file_returns_at_most_the_cap_and_can_read_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 MB of text, 400,000 lines: read as a stream, never whole.
+    let line = format!("{}\n", "x".repeat(99));
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(dir.path().join("big.txt")).unwrap());
+    for _ in 0..400_000 {
+        std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+    }
+    std::io::Write::write_all(&mut file, b"the last line\n").unwrap();
+    drop(file);
+    let tools = registry(dir.path()).await;
+    let cap = config().read_cap_bytes as usize;
+
+    let head = ok(&tools, "read_file", json!({"path": "big.txt"})).await;
+    assert!(head.len() < cap + 300, "{}", head.len());
+    assert!(
+        head.contains("[… cut after"),
+        "{}",
+        &head[head.len() - 200..]
+    );
+    assert!(
+        head.contains("file: 40000014 bytes"),
+        "{}",
+        &head[head.len() - 200..]
+    );
+
+    let tail = ok(
+        &tools,
+        "read_file",
+        json!({"path": "big.txt", "start_line": 400_001}),
+    )
+    .await;
+    assert_eq!(tail, "the last line\n");
+    let past = err(
+        &tools,
+        "read_file",
+        json!({"path": "big.txt", "start_line": 400_002}),
+    )
+    .await;
+    assert!(past.message.contains("(400001 lines)"), "{past}");
+}

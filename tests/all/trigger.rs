@@ -375,6 +375,23 @@ fn invalid_payload_names_the_file_line_and_column() {
 }
 
 #[test]
+fn valid_json_of_the_wrong_shape_names_the_field_and_the_expected_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("event.json");
+    std::fs::write(
+        &path,
+        r#"{"action": "opened", "issue": {"number": "seven", "title": "t"}}"#,
+    )
+    .unwrap();
+    let err = load_actions_event("issues", &path, &StartRules::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, TriggerError::WrongShape { .. }), "{message}");
+    assert!(message.contains("`issue.number`"), "{message}");
+    assert!(message.contains("expected u64"), "{message}");
+    assert!(!message.contains("not valid JSON"), "{message}");
+}
+
+#[test]
 fn missing_payload_file_names_the_file_and_the_variable() {
     let message = load_actions_event(
         "issues",

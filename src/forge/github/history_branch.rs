@@ -6,13 +6,15 @@
 use super::client::{Failure, GitHubClient, Op};
 use crate::forge::ForgeError;
 use crate::history::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use crate::history::cas::{self, BranchFile, Change, Retry, Snapshot, Written};
+use crate::history::rebase::PendingAppend;
 use crate::history::{Entry, jsonl};
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use base64::Engine as _;
 use reqwest::Method;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const CONTENTS_WRITE: &str = "contents: write";
@@ -21,21 +23,24 @@ pub struct GitHubHistory {
     client: Arc<GitHubClient>,
     branch: String,
     directory: String,
-    max_attempts: u32,
-    /// Base of the jittered pause between two attempts after a conflict.
-    conflict_delay: Duration,
+    retry: Retry,
+    /// The head and file of our own last read or write: the next append of the run starts from
+    /// it without reading the branch again (a stale head only costs one refused ref update).
+    cache: Mutex<Option<Cached>>,
 }
 
 /// The branch tip: commit and its tree.
 #[derive(Debug, Clone)]
-struct Tip {
+pub struct Tip {
     commit: String,
     tree: String,
 }
 
-/// What an attempt produces from the current file text: the new text (None deletes the file)
-/// and the `seq` of our first line.
-type Edit<'a> = dyn Fn(&str) -> (Option<String>, u64) + Send + Sync + 'a;
+struct Cached {
+    path: String,
+    bytes: Vec<u8>,
+    tip: Option<Tip>,
+}
 
 fn backend(e: ForgeError) -> HistoryError {
     HistoryError::Backend(e.to_string())
@@ -47,13 +52,14 @@ impl GitHubHistory {
             client,
             branch: branch.trim().trim_start_matches("refs/heads/").to_owned(),
             directory: directory.trim_matches('/').to_owned(),
-            max_attempts: 5,
-            conflict_delay: Duration::from_millis(100),
+            retry: Retry::default(),
+            cache: Mutex::new(None),
         }
     }
 
-    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
+    /// How long an append keeps trying while other runs move the branch.
+    pub fn with_append_timeout(mut self, timeout: Duration) -> Self {
+        self.retry = Retry::with_timeout(timeout);
         self
     }
 
@@ -135,7 +141,7 @@ impl GitHubHistory {
         Ok(Some(current))
     }
 
-    async fn read_blob(&self, sha: &str) -> Result<String, ForgeError> {
+    async fn read_blob(&self, sha: &str) -> Result<Vec<u8>, ForgeError> {
         let what = format!("reading a history file on `{}`", self.branch);
         let path = self.client.repo_path(&format!("/git/blobs/{sha}"));
         let body = self.client.get(&path, self.op(&what)).await?;
@@ -151,29 +157,62 @@ impl GitHubHistory {
             }
             _ => content.as_bytes().to_vec(),
         };
-        // Lossy on purpose: a corrupt byte must not make the whole history unreadable; the
-        // JSONL parser reports the damaged line.
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        Ok(bytes)
     }
 
-    async fn file_at(&self, tip: &Tip, path: &str) -> Result<String, ForgeError> {
+    async fn file_at(&self, tip: &Tip, path: &str) -> Result<Vec<u8>, ForgeError> {
         match self.lookup(&tip.tree, path, "blob").await? {
             Some(blob) => self.read_blob(&blob).await,
-            None => Ok(String::new()),
+            None => Ok(Vec::new()),
         }
     }
 
-    /// Writes the new tree and commit on top of `tip` (or an orphan commit) and returns its sha.
+    /// The head and the file at it, from our cache when we hold the file.
+    async fn snapshot(&self, path: &str) -> Result<(Vec<u8>, Option<Tip>), HistoryError> {
+        if let Some(cached) = self.cached(path) {
+            return Ok(cached);
+        }
+        let tip = self.tip().await.map_err(backend)?;
+        let bytes = match &tip {
+            Some(tip) => self.file_at(tip, path).await.map_err(backend)?,
+            None => Vec::new(),
+        };
+        self.remember(path, &bytes, tip.clone());
+        Ok((bytes, tip))
+    }
+
+    fn cached(&self, path: &str) -> Option<(Vec<u8>, Option<Tip>)> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .as_ref()
+            .filter(|c| c.path == path)
+            .map(|c| (c.bytes.clone(), c.tip.clone()))
+    }
+
+    fn remember(&self, path: &str, bytes: &[u8], tip: Option<Tip>) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(Cached {
+            path: path.to_owned(),
+            bytes: bytes.to_vec(),
+            tip,
+        });
+    }
+
+    /// Writes the new tree and commit on top of `tip` (or an orphan commit) and returns them.
     async fn write_commit(
         &self,
         tip: Option<&Tip>,
         path: &str,
-        text: Option<&str>,
+        bytes: Option<&[u8]>,
         message: &str,
-    ) -> Result<String, ForgeError> {
+    ) -> Result<Tip, ForgeError> {
         let what = format!("committing {path} to `{}`", self.branch);
-        let entry = match text {
-            Some(text) => {
+        let entry = match bytes.map(|b| (b, std::str::from_utf8(b))) {
+            // UTF-8 goes inline in the tree request, which saves the blob request.
+            Some((_, Ok(text))) => {
+                json!({ "path": path, "mode": "100644", "type": "blob", "content": text })
+            }
+            // Anything else as a base64 blob: earlier lines are kept byte for byte.
+            Some((text, Err(_))) => {
                 let blob = self
                     .client
                     .post(
@@ -202,7 +241,11 @@ impl GitHubHistory {
                 self.op(&what),
             )
             .await?;
-        let tree_sha = tree.get("sha").and_then(Value::as_str).unwrap_or_default();
+        let tree_sha = tree
+            .get("sha")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a tree sha")))?
+            .to_owned();
         let parents: Vec<&str> = tip.map(|t| t.commit.as_str()).into_iter().collect();
         let commit = self
             .client
@@ -212,15 +255,19 @@ impl GitHubHistory {
                 self.op(&what),
             )
             .await?;
-        commit
+        let commit = commit
             .get("sha")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))
+            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))?;
+        Ok(Tip {
+            commit,
+            tree: tree_sha,
+        })
     }
 
-    /// Moves (or creates) the branch; `Ok(false)` when another writer got there first.
-    async fn move_branch(&self, tip: Option<&Tip>, commit: &str) -> Result<bool, ForgeError> {
+    /// Moves (or creates) the branch to `commit`.
+    async fn move_branch(&self, tip: Option<&Tip>, commit: &str) -> Result<Written, ForgeError> {
         let what = format!("updating the history branch `{}`", self.branch);
         let result = match tip {
             Some(_) => {
@@ -250,60 +297,56 @@ impl GitHubHistory {
             }
         };
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Written::Committed(Some(commit.to_owned()))),
             Err(Failure {
                 status, message, ..
             }) if status == 409 || (status == 422 && is_moved(&message)) => {
-                tracing::info!(
-                    "the history branch `{}` moved while we wrote ({message}); reading it again",
+                Ok(Written::Moved(format!(
+                    "the history branch `{}` moved while we wrote ({message})",
                     self.branch
-                );
-                Ok(false)
+                )))
             }
+            Err(Failure {
+                error: e @ (ForgeError::Server { .. } | ForgeError::Connection { .. }),
+                ..
+            }) => Ok(Written::Uncertain(e.to_string())),
             Err(failure) => Err(failure.error),
         }
     }
+}
 
-    async fn commit_loop(
+#[async_trait]
+impl BranchFile for GitHubHistory {
+    type Base = Option<Tip>;
+
+    async fn read(&self, path: &str) -> Result<Snapshot<Option<Tip>>, HistoryError> {
+        let (bytes, base) = self.snapshot(path).await?;
+        Ok(Snapshot { bytes, base })
+    }
+
+    async fn write(
         &self,
-        thread: &ThreadRef,
+        path: &str,
+        base: &Option<Tip>,
+        bytes: Option<&[u8]>,
         message: &str,
-        edit: &Edit<'_>,
-    ) -> Result<AppendOutcome, HistoryError> {
-        let path = thread.history_path(&self.directory);
-        for attempt in 0..self.max_attempts {
-            // Every attempt before this one met a moved branch.
-            let conflicts = attempt;
-            if attempt > 0 {
-                let base = self.conflict_delay.as_millis() as u64 * u64::from(attempt);
-                tokio::time::sleep(Duration::from_millis(base + fastrand::u64(0..=base))).await;
-            }
-            let tip = self.tip().await.map_err(backend)?;
-            let old = match &tip {
-                Some(tip) => self.file_at(tip, &path).await.map_err(backend)?,
-                None => String::new(),
-            };
-            let (text, first_seq) = edit(&old);
-            let commit = self
-                .write_commit(tip.as_ref(), &path, text.as_deref(), message)
-                .await
-                .map_err(backend)?;
-            if self
-                .move_branch(tip.as_ref(), &commit)
-                .await
-                .map_err(backend)?
-            {
-                return Ok(AppendOutcome {
-                    commit: Some(commit),
-                    conflicts,
-                    first_seq,
-                });
-            }
+    ) -> Result<Written, HistoryError> {
+        let tip = self
+            .write_commit(base.as_ref(), path, bytes, message)
+            .await
+            .map_err(backend)?;
+        let written = self
+            .move_branch(base.as_ref(), &tip.commit)
+            .await
+            .map_err(backend)?;
+        if let Written::Committed(_) = written {
+            self.remember(path, bytes.unwrap_or_default(), Some(tip));
         }
-        Err(HistoryError::ConflictRetriesExhausted {
-            path,
-            attempts: self.max_attempts,
-        })
+        Ok(written)
+    }
+
+    fn forget(&self) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -319,14 +362,11 @@ fn is_moved(message: &str) -> bool {
 #[async_trait]
 impl HistoryBackend for GitHubHistory {
     async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
-        let Some(tip) = self.tip().await.map_err(backend)? else {
-            return Ok(LoadedHistory::default());
-        };
-        let path = thread.history_path(&self.directory);
-        let text = self.file_at(&tip, &path).await.map_err(backend)?;
+        self.forget();
+        let (bytes, tip) = self.snapshot(&thread.history_path(&self.directory)).await?;
         Ok(LoadedHistory {
-            text,
-            version: Some(tip.commit),
+            text: jsonl::text_of(&bytes),
+            version: tip.map(|t| t.commit),
         })
     }
 
@@ -348,12 +388,9 @@ impl HistoryBackend for GitHubHistory {
             },
             thread.history_path(&self.directory)
         );
-        let edit = |old: &str| {
-            let mut mine = entries.to_vec();
-            let after = jsonl::max_seq(old);
-            (Some(jsonl::append_text(old, &mut mine, after)), after + 1)
-        };
-        self.commit_loop(thread, &message, &edit).await
+        let path = thread.history_path(&self.directory);
+        let mut pending = PendingAppend::new(&path, entries);
+        cas::commit(self, &path, &message, self.retry, |old| pending.onto(old)).await
     }
 
     async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
@@ -395,12 +432,10 @@ impl HistoryBackend for GitHubHistory {
 
     async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
         let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
-        let edit = |_: &str| {
-            (
-                (!text.is_empty()).then(|| text.to_owned()),
-                jsonl::max_seq(text),
-            )
-        };
-        self.commit_loop(thread, &message, &edit).await
+        let path = thread.history_path(&self.directory);
+        cas::commit(self, &path, &message, self.retry, |_| {
+            Ok(Change::replacing(text))
+        })
+        .await
     }
 }

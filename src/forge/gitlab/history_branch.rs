@@ -17,12 +17,14 @@
 use super::client::{GitLabClient, encode_segment};
 use crate::forge::ForgeError;
 use crate::history::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+use crate::history::cas::{self, BranchFile, Change, Retry, Snapshot, Written};
+use crate::history::rebase::PendingAppend;
 use crate::history::{Entry, jsonl};
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::sync::Mutex;
 use tokio::sync::OnceCell;
 
 #[derive(Debug)]
@@ -30,14 +32,18 @@ pub struct GitLabHistory {
     client: GitLabClient,
     branch: String,
     directory: String,
-    /// Attempts of one append before giving up on a branch that keeps moving.
-    pub max_attempts: u32,
+    /// How long an append keeps trying while other runs change the file.
+    pub retry: Retry,
     default_branch: OnceCell<String>,
+    /// The file as our own last read or write left it: the next append of the run starts from it
+    /// (a stale copy only costs one refused commit).
+    cache: Mutex<Option<(String, FileState)>>,
 }
 
 /// A thread's file as read at the branch head.
-struct FileState {
-    text: String,
+#[derive(Debug, Clone)]
+pub struct FileState {
+    bytes: Vec<u8>,
     /// `None` when the file does not exist on the branch.
     last_commit_id: Option<String>,
     branch_exists: bool,
@@ -53,9 +59,15 @@ impl GitLabHistory {
             client,
             branch: branch.to_owned(),
             directory: directory.trim_end_matches('/').to_owned(),
-            max_attempts: 6,
+            retry: Retry::default(),
             default_branch: OnceCell::new(),
+            cache: Mutex::new(None),
         }
+    }
+
+    fn remember(&self, path: &str, state: &FileState) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((path.to_owned(), state.clone()));
     }
 
     async fn default_branch(&self) -> Result<String, HistoryError> {
@@ -95,7 +107,7 @@ impl GitLabHistory {
         }
     }
 
-    async fn read(&self, path: &str) -> Result<FileState, HistoryError> {
+    async fn fetch_file(&self, path: &str) -> Result<FileState, HistoryError> {
         let url = self.client.project_path(&format!(
             "/repository/files/{}?ref={}",
             encode_segment(path),
@@ -116,14 +128,13 @@ impl GitLabHistory {
                     Some(_) => content.as_bytes().to_vec(),
                 };
                 Ok(FileState {
-                    // A history file is UTF-8 we wrote; a damaged byte must not make it unreadable.
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    bytes,
                     last_commit_id: file.json["last_commit_id"].as_str().map(str::to_owned),
                     branch_exists: true,
                 })
             }
             Err(ForgeError::NotFound { .. }) => Ok(FileState {
-                text: String::new(),
+                bytes: Vec::new(),
                 last_commit_id: None,
                 branch_exists: self.branch_exists().await?,
             }),
@@ -155,120 +166,129 @@ impl GitLabHistory {
             .filter_map(|e| e["path"].as_str().map(str::to_owned))
             .collect())
     }
+}
 
-    /// Commits `new_text(current)` as the thread's file, starting again from a fresh read
-    /// whenever another writer got there first. `new_text` returns the content (None deletes
-    /// the file) and the first `seq` it assigned.
-    async fn commit_loop(
-        &self,
-        thread: &ThreadRef,
-        message: &str,
-        new_text: impl Fn(&str) -> (Option<String>, u64) + Send + Sync,
-    ) -> Result<AppendOutcome, HistoryError> {
-        let path = thread.history_path(&self.directory);
-        let mut conflicts = 0;
-        for attempt in 0..self.max_attempts {
-            if attempt > 0 {
-                // Two runs that collided should not collide again in lockstep.
-                let millis = fastrand::u64(20..=100) * u64::from(attempt);
-                tokio::time::sleep(Duration::from_millis(millis)).await;
+#[async_trait]
+impl BranchFile for GitLabHistory {
+    type Base = FileState;
+
+    async fn read(&self, path: &str) -> Result<Snapshot<FileState>, HistoryError> {
+        let cached = self.cache.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = match cached {
+            Some((cached_path, state)) if cached_path == path => state,
+            _ => {
+                let state = self.fetch_file(path).await?;
+                self.remember(path, &state);
+                state
             }
-            let current = self.read(&path).await?;
-            let (text, first_seq) = new_text(&current.text);
-            let mut actions = Vec::new();
-            match (&text, &current.last_commit_id) {
-                (Some(text), Some(last)) => actions.push(json!({
-                    "action": "update", "file_path": path, "content": text, "last_commit_id": last,
-                })),
-                (Some(text), None) => actions.push(json!({
-                    "action": "create", "file_path": path, "content": text,
-                })),
-                (None, Some(last)) => actions.push(json!({
-                    "action": "delete", "file_path": path, "last_commit_id": last,
-                })),
-                (None, None) => {
-                    return Ok(AppendOutcome {
-                        commit: None,
-                        conflicts,
-                        first_seq,
-                    });
-                }
-            }
-            let mut body = json!({
-                "branch": self.branch,
-                "commit_message": message,
-            });
-            if !current.branch_exists {
-                let start = self.default_branch().await?;
-                let inherited = self.files(&start, "").await.map_err(backend)?;
-                actions.extend(
-                    inherited
-                        .into_iter()
-                        .filter(|file| *file != path)
-                        .map(|file| json!({ "action": "delete", "file_path": file })),
-                );
-                body["start_branch"] = json!(start);
-            }
-            body["actions"] = Value::Array(actions);
-            let what = format!("committing {path} to {}", self.branch);
-            match self
-                .client
-                .post(
-                    &self.client.project_path("/repository/commits"),
-                    &body,
-                    &what,
-                )
-                .await
-            {
-                Ok(commit) => {
-                    return Ok(AppendOutcome {
-                        commit: commit.json["id"].as_str().map(str::to_owned),
-                        conflicts,
-                        first_seq,
-                    });
-                }
-                Err(ForgeError::Conflict { message, .. }) => {
-                    tracing::info!("{what}: {message}; reading the file again");
-                    conflicts += 1;
-                }
-                // The commit may have landed before the failure: if the file now starts with
-                // exactly what we wrote, it did, and writing it again would duplicate lines.
-                Err(
-                    e @ (ForgeError::Server { .. }
-                    | ForgeError::Connection { .. }
-                    | ForgeError::Uncertain { .. }),
-                ) => {
-                    tracing::warn!("{e}; checking whether the commit landed");
-                    let after = self.read(&path).await?;
-                    if let Some(text) = &text
-                        && after.last_commit_id.is_some()
-                        && after.last_commit_id != current.last_commit_id
-                        && after.text.starts_with(text.as_str())
-                    {
-                        return Ok(AppendOutcome {
-                            commit: after.last_commit_id,
-                            conflicts,
-                            first_seq,
-                        });
-                    }
-                    conflicts += 1;
-                }
-                Err(e) => return Err(backend(e)),
-            }
-        }
-        Err(HistoryError::ConflictRetriesExhausted {
-            path,
-            attempts: self.max_attempts,
+        };
+        Ok(Snapshot {
+            bytes: state.bytes.clone(),
+            base: state,
         })
+    }
+
+    async fn write(
+        &self,
+        path: &str,
+        current: &FileState,
+        bytes: Option<&[u8]>,
+        message: &str,
+    ) -> Result<Written, HistoryError> {
+        // The commits API takes text, or base64 for anything else (earlier lines that are not
+        // UTF-8 are kept byte for byte).
+        let content = |bytes: &[u8]| match std::str::from_utf8(bytes) {
+            Ok(text) => (json!(text), json!("text")),
+            Err(_) => (
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                json!("base64"),
+            ),
+        };
+        let mut actions = Vec::new();
+        match (bytes, &current.last_commit_id) {
+            (Some(bytes), Some(last)) => {
+                let (content, encoding) = content(bytes);
+                actions.push(json!({
+                    "action": "update", "file_path": path, "content": content,
+                    "encoding": encoding, "last_commit_id": last,
+                }));
+            }
+            (Some(bytes), None) => {
+                let (content, encoding) = content(bytes);
+                actions.push(json!({
+                    "action": "create", "file_path": path, "content": content, "encoding": encoding,
+                }));
+            }
+            (None, Some(last)) => actions.push(json!({
+                "action": "delete", "file_path": path, "last_commit_id": last,
+            })),
+            (None, None) => return Ok(Written::Committed(None)),
+        }
+        let mut body = json!({
+            "branch": self.branch,
+            "commit_message": message,
+        });
+        if !current.branch_exists {
+            let start = self.default_branch().await?;
+            let inherited = self.files(&start, "").await.map_err(backend)?;
+            actions.extend(
+                inherited
+                    .into_iter()
+                    .filter(|file| *file != path)
+                    .map(|file| json!({ "action": "delete", "file_path": file })),
+            );
+            body["start_branch"] = json!(start);
+        }
+        body["actions"] = Value::Array(actions);
+        let what = format!("committing {path} to {}", self.branch);
+        match self
+            .client
+            .post(
+                &self.client.project_path("/repository/commits"),
+                &body,
+                &what,
+            )
+            .await
+        {
+            Ok(commit) => {
+                let id = commit.json["id"].as_str().map(str::to_owned);
+                self.remember(
+                    path,
+                    &FileState {
+                        bytes: bytes.unwrap_or_default().to_vec(),
+                        last_commit_id: id.clone().filter(|_| bytes.is_some()),
+                        branch_exists: true,
+                    },
+                );
+                Ok(Written::Committed(id))
+            }
+            Err(ForgeError::Conflict { message, .. }) => {
+                Ok(Written::Moved(format!("{what}: {message}")))
+            }
+            // The commit may have landed before the failure: the next attempt reads the file and
+            // writes nothing again if our lines are there.
+            Err(
+                e @ (ForgeError::Server { .. }
+                | ForgeError::Connection { .. }
+                | ForgeError::Uncertain { .. }),
+            ) => Ok(Written::Uncertain(e.to_string())),
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    fn forget(&self) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
 #[async_trait]
 impl HistoryBackend for GitLabHistory {
     async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
-        let state = self.read(&thread.history_path(&self.directory)).await?;
+        let path = thread.history_path(&self.directory);
+        let state = self.fetch_file(&path).await?;
+        self.remember(&path, &state);
         Ok(LoadedHistory {
-            text: state.text,
+            text: jsonl::text_of(&state.bytes),
             version: state.last_commit_id,
         })
     }
@@ -288,12 +308,8 @@ impl HistoryBackend for GitLabHistory {
                 "entries"
             }
         );
-        self.commit_loop(thread, &message, |old| {
-            let mut mine = entries.to_vec();
-            let after = jsonl::max_seq(old);
-            (Some(jsonl::append_text(old, &mut mine, after)), after + 1)
-        })
-        .await
+        let mut pending = PendingAppend::new(&path, entries);
+        cas::commit(self, &path, &message, self.retry, |old| pending.onto(old)).await
     }
 
     async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
@@ -319,12 +335,10 @@ impl HistoryBackend for GitLabHistory {
     }
 
     async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
-        let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
-        self.commit_loop(thread, &message, |_| {
-            (
-                (!text.is_empty()).then(|| text.to_owned()),
-                jsonl::max_seq(text),
-            )
+        let path = thread.history_path(&self.directory);
+        let message = format!("replan: rewrite {path}");
+        cas::commit(self, &path, &message, self.retry, |_| {
+            Ok(Change::replacing(text))
         })
         .await
     }

@@ -73,7 +73,8 @@ pub async fn connect(
         .or_else(|| var("CI_PIPELINE_URL"))
         .map(str::to_owned);
     let forge = GitLabForge::new(client.clone(), run_url.clone());
-    let history = GitLabHistory::new(client, &cfg.history.branch, &cfg.history.directory);
+    let mut history = GitLabHistory::new(client, &cfg.history.branch, &cfg.history.directory);
+    history.retry = cfg.history.append_retry();
     Ok(GitLabConnection {
         forge: Arc::new(forge),
         history: Arc::new(history),

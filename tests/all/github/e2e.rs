@@ -422,7 +422,7 @@ fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
     ));
     world.fake.push_fault(Fault::github_secondary_rate_limit(
         "POST",
-        "/repos/octo/widgets/git/blobs",
+        "/repos/octo/widgets/git/trees",
         1,
     ));
     let payload = world.issue_opened(number, "alice");

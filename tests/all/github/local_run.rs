@@ -21,7 +21,7 @@ pub fn checkout() -> (TestRepo, TestRepo) {
 }
 
 /// The binary with a clean environment, isolated git and the scripted model; no arguments yet.
-fn base_command(llm: &LlmServer) -> std::process::Command {
+fn base_command(llm_base: &str) -> std::process::Command {
     let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
@@ -33,7 +33,7 @@ fn base_command(llm: &LlmServer) -> std::process::Command {
         .envs(isolated_git_env())
         .env("USER", "dev")
         .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
+        .env("REPLAN_LLM__BASE_URL", llm_base)
         .env("REPLAN_LLM__MODEL", "gpt-test")
         .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef");
     command
@@ -41,7 +41,7 @@ fn base_command(llm: &LlmServer) -> std::process::Command {
 
 /// The binary with a clean environment, isolated git and the scripted model; no arguments yet.
 pub fn local_replan(llm: &LlmServer) -> Command {
-    Command::from_std(base_command(llm))
+    Command::from_std(base_command(&llm.openai_base()))
 }
 
 /// `replan run --issue 7 --title .. --body .. --workspace CHECKOUT [--local-dir DIR]` as a plain
@@ -51,7 +51,16 @@ pub fn local_command(
     checkout: &TestRepo,
     local_dir: Option<&std::path::Path>,
 ) -> std::process::Command {
-    let mut command = base_command(llm);
+    local_command_at(&llm.openai_base(), checkout, local_dir)
+}
+
+/// [`local_command`] against the model at `llm_base` (a server the test runs itself).
+pub fn local_command_at(
+    llm_base: &str,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+) -> std::process::Command {
+    let mut command = base_command(llm_base);
     command
         .args([
             "run",
@@ -124,6 +133,29 @@ fn local_run_plans_executes_and_writes_the_history_file() {
         !String::from_utf8_lossy(&output.stdout).contains("::group::"),
         "no workflow commands outside Actions"
     );
+    // The checklist is a comment in the local forge too, as on GitHub, and history names it.
+    let thread: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state.path().join("threads/issues-7.json")).unwrap(),
+    )
+    .unwrap();
+    let comments = thread["comments"].as_array().unwrap();
+    let checklist = comments
+        .iter()
+        .find(|c| {
+            c["body"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("<!-- replan:checklist")
+        })
+        .unwrap_or_else(|| panic!("no checklist comment in {comments:?}"));
+    assert!(types.contains(&"checklist"), "{types:?}");
+    assert!(
+        parsed.entries.iter().any(|e| matches!(
+            &e.body,
+            replan::history::EntryBody::Checklist { comment_id } if *comment_id == checklist["id"]
+        )),
+        "the history records the checklist comment"
+    );
 }
 
 #[test]
@@ -163,4 +195,45 @@ fn local_run_without_a_thread_or_title_is_a_usage_error() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--title"));
+}
+
+/// A run cancelled while it waits for the model (SIGTERM, as a runner cancelling the job sends)
+/// commits the entries it holds before it exits: nothing accepted is lost to batching.
+#[test]
+fn sigterm_flushes_the_history_entries_held_in_memory() {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+    // A model that accepts the connection and never answers.
+    let model = TcpListener::bind("127.0.0.1:0").unwrap();
+    model.set_nonblocking(true).unwrap();
+    let base = format!("http://{}/v1", model.local_addr().unwrap());
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let mut child = local_command_at(&base, &checkout, Some(state.path()))
+        .env("REPLAN_HISTORY__COMMIT_EVERY", "1000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The model is asked only after `run_started` was accepted (and held, not committed).
+    let started = Instant::now();
+    let _connection = loop {
+        match model.accept() {
+            Ok((connection, _)) => break connection,
+            Err(_) if started.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("replan never asked the model: {e}"),
+        }
+    };
+    let history = state.path().join("planning_history/issues/7.jsonl");
+    assert!(!history.exists(), "held in memory before the signal");
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let parsed = jsonl::parse(&std::fs::read_to_string(&history).unwrap());
+    let types: Vec<&str> = parsed.entries.iter().map(|e| e.body.type_name()).collect();
+    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
 }

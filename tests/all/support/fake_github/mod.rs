@@ -419,6 +419,30 @@ impl FakeGitHub {
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// The file's bytes as stored (no lossy conversion).
+    pub fn file_bytes_at_ref(&self, branch: &str, path: &str) -> Option<Vec<u8>> {
+        let state = self.lock();
+        let sha = state.refs.get(&branch_ref(branch))?;
+        state.objects.file_in_commit(sha, path)
+    }
+
+    /// Commits exactly `content` (any bytes) to `path` on `branch`.
+    pub fn commit_file_bytes(&self, branch: &str, path: &str, content: &[u8]) -> String {
+        let mut state = self.lock();
+        let git_ref = branch_ref(branch);
+        let parent = state.refs.get(&git_ref).cloned();
+        let author = state.actor_signature();
+        let sha = state.objects.commit_file(
+            parent.as_deref(),
+            path,
+            content,
+            &format!("Update {path}"),
+            author,
+        );
+        state.refs.insert(git_ref, sha.clone());
+        sha
+    }
+
     /// Commits `content` to `path` on `branch` (an orphan branch if it does not exist).
     pub fn commit_file(&self, branch: &str, path: &str, content: &str) -> String {
         self.lock().commit_change(

@@ -1,0 +1,151 @@
+//! The run's writer to the history backend: entries are batched (`history.commit_every`) and
+//! always flushed at the points that matter — the end of a planning or execution phase, before
+//! the run waits for a person, at the end of the run and on SIGTERM. Entries that could not be
+//! committed by the end of the run are printed to the job log and the step summary as JSONL, so
+//! nothing is lost silently.
+
+use crate::engine::journal::EntrySink;
+use crate::history::entry::DecisionResult;
+use crate::history::{Entry, EntryBody, HistoryBackend, HistoryError, jsonl};
+use crate::trigger::ThreadRef;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+pub struct HistorySink {
+    backend: Arc<dyn HistoryBackend>,
+    thread: ThreadRef,
+    commit_every: usize,
+    /// Entries accepted from the engine and not committed yet; held across a commit so a flush
+    /// on SIGTERM waits for the one under way.
+    pending: tokio::sync::Mutex<Vec<Entry>>,
+    last_commit: Mutex<Option<String>>,
+}
+
+impl HistorySink {
+    pub fn new(backend: Arc<dyn HistoryBackend>, thread: ThreadRef, commit_every: u32) -> Self {
+        HistorySink {
+            backend,
+            thread,
+            commit_every: usize::try_from(commit_every).unwrap_or(usize::MAX).max(1),
+            pending: tokio::sync::Mutex::new(Vec::new()),
+            last_commit: Mutex::new(None),
+        }
+    }
+
+    /// The commit of the last successful flush (the `history_commit` output).
+    pub fn last_commit(&self) -> Option<String> {
+        self.last_commit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Commit every pending entry. On failure they stay pending.
+    pub async fn flush(&self) -> Result<(), HistoryError> {
+        let mut pending = self.pending.lock().await;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let outcome = self.backend.append(&self.thread, &pending).await?;
+        pending.clear();
+        if outcome.conflicts > 0 {
+            tracing::info!(
+                "history: other runs wrote to the history meanwhile; {} appended after their lines ({} re-tries)",
+                self.thread,
+                outcome.conflicts
+            );
+        }
+        if let Some(commit) = outcome.commit {
+            *self.last_commit.lock().unwrap_or_else(|e| e.into_inner()) = Some(commit);
+        }
+        Ok(())
+    }
+
+    /// The last flush of the run: what still cannot be committed goes to the job log and the
+    /// step summary as JSONL. Returns the error when entries were left over.
+    pub async fn close(&self, env: &BTreeMap<String, String>) -> Result<(), String> {
+        let Err(e) = self.flush().await else {
+            return Ok(());
+        };
+        let pending = self.pending.lock().await;
+        let lines = jsonl::to_lines(&pending);
+        let message = format!(
+            "error: {} history entries of {} could not be committed ({e}); they follow as JSONL, to be appended to the thread's history file by hand",
+            pending.len(),
+            self.thread
+        );
+        eprintln!("{message}\n{lines}");
+        if let Some(path) = env.get("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+            let markdown =
+                format!("### History entries not committed\n\n{message}\n\n```jsonl\n{lines}```\n");
+            if let Err(err) = crate::actions::summary::append(Path::new(path), &markdown) {
+                tracing::warn!("could not write the step summary: {err}");
+            }
+        }
+        Err(message)
+    }
+
+    /// Flush and leave when the job is cancelled (SIGTERM): the runner kills the process soon
+    /// after, and entries still in memory would be lost.
+    pub fn flush_on_sigterm(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let sink = self.clone();
+        tokio::spawn(async move {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                let Ok(mut term) = signal(SignalKind::terminate()) else {
+                    return;
+                };
+                if term.recv().await.is_some() {
+                    let code = match sink.flush().await {
+                        Ok(()) => 143,
+                        Err(e) => {
+                            let pending = sink.pending.lock().await;
+                            eprintln!(
+                                "error: terminated; {} history entries could not be committed ({e}):\n{}",
+                                pending.len(),
+                                jsonl::to_lines(&pending)
+                            );
+                            143
+                        }
+                    };
+                    std::process::exit(code);
+                }
+            }
+            #[cfg(not(unix))]
+            drop(sink);
+        })
+    }
+}
+
+/// Entries after which the history must be on the branch at once.
+fn is_flush_point(entry: &Entry) -> bool {
+    match &entry.body {
+        // A phase ends: the plan is made or revised, the work is complete, the run ends.
+        EntryBody::Plan { .. }
+        | EntryBody::Revision { .. }
+        | EntryBody::Completion { .. }
+        | EntryBody::RunFinished { .. }
+        // The run waits for a person.
+        | EntryBody::Question { .. } => true,
+        EntryBody::ReplanDecision(decision) => decision.result == DecisionResult::Pending,
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl EntrySink for HistorySink {
+    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let due = {
+            let mut pending = self.pending.lock().await;
+            pending.extend_from_slice(entries);
+            pending.len() >= self.commit_every || entries.iter().any(is_flush_point)
+        };
+        if due { self.flush().await } else { Ok(()) }
+    }
+}
