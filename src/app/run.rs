@@ -823,6 +823,7 @@ async fn cycle_on_thread(
         publisher: tool_context.publisher.clone(),
         author: tool_context.author.clone(),
         saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
+        last_save: std::sync::Mutex::new(None),
     });
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));

@@ -1,7 +1,8 @@
-//! Work that survives a fresh checkout: after every finished task the working tree is committed
-//! to `replan/work/<thread>` and pushed, and a run that resumes a thread on a clean checkout
-//! brings those files back before it goes on. (A CI re-run starts from a new clone; without this
-//! the tasks already ticked off would have lost their changes.)
+//! Work that survives a fresh checkout: after finished tasks (at most once per `SAVE_INTERVAL`)
+//! and at the end of the run the working tree is committed to `replan/work/<thread>` and pushed,
+//! and a run that resumes a thread on a clean checkout brings those files back before it goes
+//! on. (A CI re-run starts from a new clone; without this the tasks already ticked off would have
+//! lost their changes.)
 
 use crate::history::SessionState;
 use crate::report::{Notice, Reporter};
@@ -42,7 +43,7 @@ pub async fn restore(workspace: PathBuf, thread: ThreadRef, state: &SessionState
     }
 }
 
-/// A reporter that also saves the working tree after each task that finishes.
+/// A reporter that also saves the working tree after tasks finish and when the run ends.
 pub struct WorkBranchReporter {
     pub inner: Arc<dyn Reporter>,
     pub workspace: PathBuf,
@@ -51,9 +52,28 @@ pub struct WorkBranchReporter {
     pub author: CommitAuthor,
     /// Tasks done at the last save.
     pub saved_at: Mutex<usize>,
+    /// When the branch was last saved during the cycle: saves between tasks are at most one per
+    /// [`SAVE_INTERVAL`] (each costs about eight `git` processes and a push, ~45 ms here, which
+    /// would dominate a fast cycle's overhead); the end of the run always saves.
+    pub last_save: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
+/// The least time between two saves of the work branch while the cycle runs.
+pub const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl WorkBranchReporter {
+    /// A save between tasks, skipped while the last one is younger than [`SAVE_INTERVAL`].
+    async fn save_between_tasks(&self, state: &SessionState) {
+        let recent = self
+            .last_save
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < SAVE_INTERVAL);
+        if !recent {
+            self.save(state).await;
+        }
+    }
+
     async fn save(&self, state: &SessionState) {
         let done = state.tasks_done();
         let mut saved_at = self.saved_at.lock().await;
@@ -61,6 +81,7 @@ impl WorkBranchReporter {
             return;
         }
         *saved_at = done;
+        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
         let (repo, branch, author) = (
             self.workspace.clone(),
             work_branch(&self.thread),
@@ -91,7 +112,7 @@ impl WorkBranchReporter {
 #[async_trait]
 impl Reporter for WorkBranchReporter {
     async fn progress(&self, state: &SessionState) -> Option<String> {
-        self.save(state).await;
+        self.save_between_tasks(state).await;
         self.inner.progress(state).await
     }
 
