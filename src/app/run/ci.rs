@@ -1,0 +1,274 @@
+//! The CI path shared by the forges: gate, config for the actor, the cycle or the sweep.
+
+use super::context::{
+    Connection, Ctx, load_thread, recorded_forge, recorded_history, redact_fn, start_rules,
+};
+use super::thread::{cycle_on_thread, finish};
+use crate::app::exit::{CliError, Exit};
+use crate::app::gating::{self, Verdict};
+use crate::app::secrets::{known_secrets, log_redactor};
+use crate::config::{self, Config};
+use crate::forge::{Forge, Reaction};
+use crate::history::HistoryBackend;
+use crate::history::state::Pending;
+use crate::report::Reporter;
+use crate::report::checklist::ChecklistContext;
+use crate::report::forge_reporter::ForgeReporter;
+use crate::trigger::{
+    ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, Request, ThreadRef,
+    Trigger, decide as gate_decide,
+};
+use chrono::Duration as ChronoDuration;
+use std::sync::Arc;
+
+/// Addressed? → current text → gate → config for the actor → closed? → plan? → 👀 → the cycle
+/// (or the sweep) → outputs. Nothing is written before the 👀 unless one reply says why not.
+pub(super) async fn ci_run(
+    mut ctx: Ctx,
+    mut trigger: Trigger,
+    connection: Connection,
+) -> Result<Exit, CliError> {
+    let Connection {
+        forge,
+        history: backend,
+        run_url,
+    } = connection;
+    if let Some(bundle) = &ctx.bundle {
+        bundle.set_origin(trigger.forge, &trigger.repo);
+    }
+    // Outermost, so the bundle too records only redacted bodies.
+    let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, forge));
+    let rules = start_rules(&ctx.config, trigger.forge);
+    // A comment not addressed to Replan leaves one log line and nothing else.
+    if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
+        let state = match load_thread(backend(&ctx.config).as_ref(), &thread).await {
+            Ok(loaded) => Some(loaded.state),
+            Err(e) => {
+                tracing::warn!("{}", e.message);
+                None
+            }
+        };
+        let verdict = gating::plain_comment(&trigger, state.as_ref(), &rules);
+        if verdict != Verdict::Go {
+            return not_acting(forge.as_ref(), trigger.thread, verdict).await;
+        }
+    }
+    ctx.workflow.group("Replan: trigger and gate");
+    tracing::info!(
+        event = %trigger.event,
+        actor = %trigger.actor.login,
+        thread = ?trigger.thread.map(|t| t.to_string()),
+        "trigger"
+    );
+    let refetch = !is_review_comment(&trigger);
+    let mut verdict = gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
+    if verdict == Verdict::Go {
+        let decision = gate(&ctx, &trigger, forge.as_ref()).await;
+        verdict = gating::refused(
+            decision,
+            &trigger.request,
+            ctx.config.gate.reply_to_outsiders,
+        );
+    }
+    ctx.workflow.end_group();
+    if verdict != Verdict::Go {
+        return not_acting(forge.as_ref(), trigger.thread, verdict).await;
+    }
+
+    // The whole config, with the remote layer for the person who asked.
+    if !matches!(trigger.request, Request::Sweep) {
+        ctx.load.user = Some(trigger.actor.login.clone());
+    }
+    let loaded = config::load(&ctx.load)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    ctx.config = loaded.config;
+    let redactor = log_redactor();
+    redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
+    ctx.workflow.mask(&redactor.current());
+
+    let backend = recorded_history(&ctx, backend(&ctx.config));
+    let bot_login = match trigger.forge {
+        ForgeKind::GitLab => ctx.config.gitlab.bot_login.clone(),
+        _ => ctx.config.github.bot_login.clone(),
+    };
+    let reporters = |thread: ThreadRef| -> Arc<dyn Reporter> {
+        Arc::new(
+            ForgeReporter::new(
+                forge.clone(),
+                thread,
+                ChecklistContext {
+                    run_url: run_url.clone(),
+                    model: ctx.config.llm.model.clone(),
+                },
+                redact_fn(),
+            )
+            .with_bot_login(bot_login.clone()),
+        )
+    };
+
+    if matches!(trigger.request, Request::Sweep) {
+        return sweep(&ctx, &forge, &backend, &reporters, &trigger).await;
+    }
+    let Some(thread) = trigger.thread else {
+        return Err(CliError::usage(format!(
+            "the `{}` event names no issue or pull request",
+            trigger.event
+        )));
+    };
+    let closed = gating::is_closed(&mut trigger, &thread, forge.as_ref())
+        .await
+        .map_err(|e| CliError::failure(format!("could not read {thread}: {e}")))?;
+    let history = load_thread(backend.as_ref(), &thread).await?;
+    let verdict = if closed {
+        gating::closed_thread(&trigger.request, &thread)
+    } else {
+        gating::no_plan(&trigger.request, &history.state)
+    };
+    if verdict != Verdict::Go {
+        return not_acting(forge.as_ref(), Some(thread), verdict).await;
+    }
+    // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
+    let react_to = trigger
+        .comment
+        .as_ref()
+        .filter(|_| !is_review_comment(&trigger))
+        .map(|c| c.id.as_str());
+    let react = forge.react(&thread, react_to, Reaction::Eyes);
+    if let Err(e) = react.await {
+        tracing::warn!("could not add the 👀 reaction: {e}");
+    }
+    let result = cycle_on_thread(
+        &ctx,
+        forge.clone(),
+        backend.clone(),
+        reporters(thread),
+        thread,
+        &trigger,
+        Some(history),
+    )
+    .await;
+    finish(&ctx, result)
+}
+
+/// One log line, and the one reply when the verdict has one. Exit 0: nothing failed.
+async fn not_acting(
+    forge: &dyn Forge,
+    thread: Option<ThreadRef>,
+    verdict: Verdict,
+) -> Result<Exit, CliError> {
+    match verdict {
+        Verdict::Go => {}
+        Verdict::Silent(reason) => tracing::info!("not acting on this trigger: {reason}"),
+        Verdict::Reply { reason, body } => {
+            tracing::info!("not acting on this trigger: {reason}");
+            if let Some(thread) = thread
+                && let Err(e) = forge.post_comment(&thread, &redact_fn()(&body)).await
+            {
+                tracing::warn!("could not post the reply: {e}");
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+fn is_review_comment(trigger: &Trigger) -> bool {
+    trigger.event.starts_with("pull_request_review_comment")
+}
+
+fn gate_policy(config: &Config, kind: ForgeKind) -> GatePolicy {
+    let forge = match kind {
+        ForgeKind::GitLab => &config.gitlab,
+        _ => &config.github,
+    };
+    GatePolicy {
+        allowed_users: forge.allowed_users.clone(),
+        allowed_bots: forge.allowed_bots.clone(),
+        github_min_permission: Permission::from_github(&config.github.min_permission),
+        gitlab_min_access_level: config.gitlab.min_access_level,
+    }
+}
+
+/// Fail closed: a failed permission look-up refuses. The trigger's comment is the one read
+/// again at run start ([`gating::current_comment`]).
+async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &dyn Forge) -> GateDecision {
+    let policy = gate_policy(&ctx.config, trigger.forge);
+    let body = trigger
+        .comment
+        .as_ref()
+        .map(|c| c.body.as_str())
+        .unwrap_or_default();
+    let needs_lookup = !matches!(trigger.request, Request::Sweep)
+        && !trigger.actor.is_bot
+        && !body.contains(MARKER_PREFIX);
+    let permission = if needs_lookup {
+        forge.gate_permission(&trigger.actor.login).await
+    } else {
+        Permission::Unknown("not looked up (bot, own comment or schedule)".into())
+    };
+    gate_decide(&GateInput::for_trigger(
+        trigger,
+        permission,
+        &policy,
+        ctx.started_at,
+    ))
+}
+
+/// The scheduled sweep: every thread whose question waited past `auto_assume_timeout_minutes`
+/// continues on the stated assumptions.
+async fn sweep(
+    ctx: &Ctx,
+    forge: &Arc<dyn Forge>,
+    backend: &Arc<dyn HistoryBackend>,
+    reporters: &dyn Fn(ThreadRef) -> Arc<dyn Reporter>,
+    trigger: &Trigger,
+) -> Result<Exit, CliError> {
+    let timeout = i64::from(
+        ctx.config
+            .planning
+            .replanning
+            .goal_understanding
+            .auto_assume_timeout_minutes,
+    );
+    let threads = backend
+        .threads()
+        .await
+        .map_err(|e| CliError::failure(format!("the sweep could not list the threads: {e}")))?;
+    let mut exit = Exit::Ok;
+    for thread in threads {
+        let loaded = match crate::history::store::load(backend.as_ref(), &thread).await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                ctx.workflow.warning(&format!(
+                    "sweep: could not read the history of {thread}: {e}"
+                ));
+                continue;
+            }
+        };
+        let Some(Pending::Question { asked_at, .. }) = &loaded.state.pending else {
+            continue;
+        };
+        if ctx.started_at - *asked_at < ChronoDuration::minutes(timeout) {
+            continue;
+        }
+        tracing::info!(
+            "sweep: {thread} waited past {timeout} minutes; continuing on the assumptions"
+        );
+        let mut per_thread = trigger.clone();
+        per_thread.thread = Some(thread);
+        let result = cycle_on_thread(
+            ctx,
+            forge.clone(),
+            backend.clone(),
+            reporters(thread),
+            thread,
+            &per_thread,
+            Some(loaded),
+        )
+        .await;
+        if let Err(e) = finish(ctx, result) {
+            ctx.workflow.error(&e.message);
+            exit = e.exit;
+        }
+    }
+    Ok(exit)
+}

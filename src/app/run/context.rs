@@ -1,0 +1,113 @@
+//! What the parts of `replan run` share: the options, the run's context, the [`Connection`] a
+//! platform builds, and the small helpers every platform uses.
+
+use crate::actions::log::Workflow;
+use crate::app::exit::CliError;
+use crate::bundle::Recorder;
+use crate::config::{self, Config, LoadOptions};
+use crate::forge::Forge;
+use crate::history::HistoryBackend;
+use crate::history::store::LoadedThread;
+use crate::trigger::{EventSet, ForgeKind, StartRules, ThreadRef};
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The command-line side of `replan run`, free of clap.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub workspace: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub set: Vec<String>,
+    pub issue: Option<u64>,
+    pub title: Option<String>,
+    pub body: Option<String>,
+    /// Comments to add to the local thread, each followed by the cycle on it.
+    pub comments: Vec<String>,
+    pub local_dir: Option<PathBuf>,
+    /// Split-trust mode: record the forge writes in this directory instead of making them.
+    pub bundle: Option<PathBuf>,
+}
+
+/// What every part of the run shares.
+pub(super) struct Ctx {
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) workspace: PathBuf,
+    pub(super) load: LoadOptions,
+    pub(super) config: Config,
+    pub(super) workflow: Workflow,
+    /// `--local-dir`, protected from the tools like `.replan/`.
+    pub(super) local_dir: Option<PathBuf>,
+    pub(super) run_id: String,
+    pub(super) started_at: DateTime<Utc>,
+    pub(super) bundle: Option<Arc<Recorder>>,
+}
+
+pub(super) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
+    let forge = match kind {
+        ForgeKind::GitLab => &config.gitlab,
+        _ => &config.github,
+    };
+    StartRules {
+        label: forge.trigger_label.clone(),
+        handle: forge
+            .mention_handle
+            .trim()
+            .trim_start_matches('@')
+            .to_owned(),
+        issues: event_set(&config.triggers.issues),
+        pull_requests: event_set(&config.triggers.pull_requests),
+        comments: config.triggers.comments,
+    }
+}
+
+fn event_set(events: &[config::ThreadEvent]) -> EventSet {
+    EventSet {
+        opened: events.contains(&config::ThreadEvent::Opened),
+        reopened: events.contains(&config::ThreadEvent::Reopened),
+        labeled: events.contains(&config::ThreadEvent::Labeled),
+    }
+}
+
+pub(super) fn redact_fn() -> crate::report::forge_reporter::Redact {
+    Arc::new(crate::outbound::redact)
+}
+
+/// In split-trust mode the forge's writes go to the bundle; reads still reach the forge.
+pub(super) fn recorded_forge(ctx: &Ctx, forge: Arc<dyn Forge>) -> Arc<dyn Forge> {
+    match &ctx.bundle {
+        Some(bundle) => bundle.forge(forge),
+        None => forge,
+    }
+}
+
+pub(super) fn recorded_history(
+    ctx: &Ctx,
+    backend: Arc<dyn HistoryBackend>,
+) -> Arc<dyn HistoryBackend> {
+    match &ctx.bundle {
+        Some(bundle) => bundle.history(backend),
+        None => backend,
+    }
+}
+
+pub(super) async fn load_thread(
+    backend: &dyn HistoryBackend,
+    thread: &ThreadRef,
+) -> Result<LoadedThread, CliError> {
+    crate::history::store::load(backend, thread)
+        .await
+        .map_err(|e| CliError::failure(format!("could not read the history of {thread}: {e}")))
+}
+
+/// The history backend for the whole config.
+pub(super) type HistoryFor = Box<dyn Fn(&Config) -> Arc<dyn HistoryBackend> + Send + Sync>;
+
+/// What a run talks to, built per platform: the forge, the history backend (which may depend
+/// on the whole config, read only after the gate) and the run's page for "View run" links.
+pub(super) struct Connection {
+    pub(super) forge: Arc<dyn Forge>,
+    pub(super) history: HistoryFor,
+    pub(super) run_url: Option<String>,
+}

@@ -1,0 +1,260 @@
+//! The cycle on one thread: LLM, tools and sinks set up, the engine run, outputs written.
+
+use super::context::{Ctx, load_thread};
+use crate::app::exit::{CliError, Exit};
+use crate::app::history_sink::HistorySink;
+use crate::app::input::{Decided, decide};
+use crate::app::outputs::{self, RunOutputs, status_name};
+use crate::app::pr_recorder::PrRecorder;
+use crate::engine::prompts::Prompts;
+use crate::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
+use crate::forge::Forge;
+use crate::history::HistoryBackend;
+use crate::history::entry::{RunRequest, RunStatus};
+use crate::history::store::LoadedThread;
+use crate::report::Reporter;
+use crate::report::checklist::ChecklistContext;
+use crate::tools::registry_builder::{ToolContext, build_registry};
+use crate::tools::workspace::Workspace;
+use crate::trigger::{ForgeKind, Request, ThreadRef, Trigger};
+use chrono::Utc;
+use std::sync::Arc;
+
+pub(super) struct ThreadRun {
+    outcome: Option<CycleOutcome>,
+    pull_request: Option<String>,
+    history_commit: Option<String>,
+    ctx: ChecklistContext,
+}
+
+fn request_name(request: &Request) -> String {
+    match request {
+        Request::Start { .. } => "start".into(),
+        Request::Command(command) => format!("command:/{}", command.name()),
+        Request::Answer { .. } => "answer".into(),
+        Request::Mention { .. } => "mention".into(),
+        Request::Sweep => "sweep".into(),
+        Request::FetchComment { .. } => "fetch_comment".into(),
+        Request::Ignore { .. } => "ignore".into(),
+    }
+}
+
+fn input_text(input: &EngineInput) -> (Option<String>, Option<String>) {
+    match input {
+        EngineInput::Start { title, body, .. } => (Some(title.clone()), Some(body.clone())),
+        EngineInput::Replan { reason, .. } | EngineInput::Reject { reason, .. } => {
+            (None, reason.clone())
+        }
+        EngineInput::Answer { text, .. } => (None, Some(text.clone())),
+        _ => (None, None),
+    }
+}
+
+pub(super) async fn cycle_on_thread(
+    ctx: &Ctx,
+    forge: Arc<dyn Forge>,
+    backend: Arc<dyn HistoryBackend>,
+    reporter: Arc<dyn Reporter>,
+    thread: ThreadRef,
+    trigger: &Trigger,
+    loaded: Option<LoadedThread>,
+) -> Result<ThreadRun, CliError> {
+    let checklist = ChecklistContext {
+        run_url: forge.run_url(),
+        model: ctx.config.llm.model.clone(),
+    };
+    let loaded = match loaded {
+        Some(loaded) => loaded,
+        None => load_thread(backend.as_ref(), &thread).await?,
+    };
+    for corrupt in &loaded.corrupt {
+        ctx.workflow.warning(&format!(
+            "history of {thread}: line {} is corrupt ({}) and was skipped (it stays in the file as it is)",
+            corrupt.line_no, corrupt.error
+        ));
+    }
+    let needs_thread = match &trigger.request {
+        Request::Start { title, body } => title.trim().is_empty() && body.trim().is_empty(),
+        Request::Mention { .. } => true,
+        _ => false,
+    };
+    let (title, body) = if needs_thread {
+        match forge.thread(&thread).await {
+            Ok(t) => (t.title, t.body),
+            Err(e) => {
+                return Err(CliError::failure(format!("could not read {thread}: {e}")));
+            }
+        }
+    } else {
+        (String::new(), String::new())
+    };
+    let input = match decide(
+        &trigger.request,
+        &trigger.actor.login,
+        &loaded.state,
+        &title,
+        &body,
+    ) {
+        Decided::Run(input) => input,
+        Decided::Nothing(reason) => {
+            tracing::info!("{thread}: {reason}");
+            return Ok(ThreadRun {
+                outcome: None,
+                pull_request: None,
+                history_commit: None,
+                ctx: checklist,
+            });
+        }
+    };
+
+    let llm = crate::llm::detect::create_budgeted(&ctx.config.llm, &ctx.env)
+        .map_err(|e| CliError::usage(format!("LLM set-up: {e}")))?;
+    let mut workspace = Workspace::new(&ctx.workspace)
+        .map_err(|e| CliError::usage(format!("workspace {}: {e}", ctx.workspace.display())))?;
+    // The config was read once, above; the model may not change what the next run reads.
+    if let Some(config) = &ctx.load.config_path {
+        workspace.protect(config, false);
+    }
+    if let Some(dir) = &ctx.local_dir {
+        workspace.protect(dir, true);
+        workspace.protect(&dir.join(&ctx.config.history.directory), true);
+    }
+    let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
+    tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    if forge.kind() == ForgeKind::GitLab {
+        // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
+        if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {
+            tool_context.publisher = Arc::new(publisher);
+        }
+    }
+    if let Some(bundle) = &ctx.bundle {
+        tool_context.publisher = bundle.publisher();
+    }
+    crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
+    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter {
+        inner: reporter,
+        workspace: ctx.workspace.clone(),
+        thread,
+        publisher: tool_context.publisher.clone(),
+        author: tool_context.author.clone(),
+        saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
+        last_save: std::sync::Mutex::new(None),
+    });
+    let recorder = Arc::new(PrRecorder::new(forge.clone()));
+    tool_context.forge = Some((recorder.clone(), thread));
+    tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
+        backend.clone(),
+        thread,
+        &ctx.run_id,
+        &loaded.entries,
+    )));
+    // Prompt overrides are read, like the config, before anything model-driven starts (MCP
+    // servers start while the registry is built).
+    let prompts =
+        Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let tools = build_registry(tool_context).await;
+    let sink = Arc::new(HistorySink::new(
+        backend.clone(),
+        thread,
+        ctx.config.history.commit_every,
+    ));
+    let on_sigterm = sink.flush_on_sigterm();
+    let (req_title, req_text) = input_text(&input);
+    let deps = CycleDeps {
+        llm: Arc::new(llm),
+        tools: tools.registry,
+        reporter,
+        store: sink.clone(),
+        config: ctx.config.clone(),
+        clock: Arc::new(Utc::now),
+        run_id: ctx.run_id.clone(),
+        prompts,
+        request: RunRequest {
+            event: trigger.event.clone(),
+            actor: trigger.actor.login.clone(),
+            request: request_name(&trigger.request),
+            title: req_title,
+            text: req_text,
+            run_url: forge.run_url(),
+        },
+    };
+    ctx.workflow
+        .group(&format!("Replan: planning cycle on {thread}"));
+    let mut result = run_cycle(&deps, loaded.state, &input).await;
+    ctx.workflow.end_group();
+    tools.mcp.shutdown().await;
+    if let Err(unsaved) = sink.close(&ctx.env).await
+        && result.is_ok()
+    {
+        result = Err(crate::engine::CycleError::Fatal(unsaved));
+    }
+    on_sigterm.abort();
+    let history_commit = sink.last_commit();
+    match result {
+        Ok(outcome) => Ok(ThreadRun {
+            outcome: Some(outcome),
+            pull_request: recorder.opened().map(|pr| pr.url),
+            history_commit,
+            ctx: checklist,
+        }),
+        Err(e) => {
+            let message = format!("the planning cycle on {thread} failed: {e}");
+            outputs::write(
+                &ctx.env,
+                &RunOutputs {
+                    status: status_name(RunStatus::Failed),
+                    history_commit,
+                    ..RunOutputs::default()
+                },
+                None,
+            );
+            Err(CliError::failure(message))
+        }
+    }
+}
+
+pub(super) fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<Exit, CliError> {
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            if e.exit == Exit::Failure {
+                ctx.workflow.annotate_error(&e.message);
+            }
+            return Err(e);
+        }
+    };
+    let Some(outcome) = run.outcome else {
+        return Ok(Exit::Ok);
+    };
+    let pull_request = outcome.pull_request.clone().or(run.pull_request);
+    let outputs = RunOutputs {
+        status: status_name(outcome.status),
+        plan_version: outcome.plan_version,
+        tasks_done: outcome.tasks_done,
+        tasks_total: outcome.tasks_total,
+        pull_request,
+        history_commit: run.history_commit,
+    };
+    outputs::write(
+        &ctx.env,
+        &outputs,
+        Some((&outcome.state, outcome.status, &run.ctx)),
+    );
+    tracing::info!(
+        status = %outputs.status,
+        plan_version = outputs.plan_version,
+        tasks = %format!("{}/{}", outputs.tasks_done, outputs.tasks_total),
+        "cycle finished"
+    );
+    if let Some(line) = crate::report::summary::llm_time_line(&outcome.state.usage) {
+        tracing::info!("{line}");
+    }
+    match outcome.status {
+        RunStatus::Failed => {
+            ctx.workflow
+                .error("the planning cycle failed; see the thread for details");
+            Ok(Exit::Failure)
+        }
+        _ => Ok(Exit::Ok),
+    }
+}
