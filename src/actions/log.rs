@@ -1,7 +1,7 @@
 //! Workflow commands on stdout: `::group::`, `::error::`, `::warning::`, `::add-mask::`.
 //! Outside Actions they are plain text a person can still read.
 
-use crate::trigger::Redactor;
+use crate::outbound::Redactor;
 
 /// The escaping the runner undoes in a command's message.
 pub fn escape_data(text: &str) -> String {

@@ -17,7 +17,7 @@ mod thread;
 pub use context::RunOptions;
 
 use super::exit::{CliError, Exit};
-use super::secrets::{known_secrets, log_redactor};
+use super::secrets::known_secrets;
 use super::workspace::{overrides, resolve_workspace};
 use crate::actions::log::Workflow;
 use crate::bundle::Recorder;
@@ -38,7 +38,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         None => None,
     };
     let workflow = Workflow::detect(&env);
-    let redactor = log_redactor();
+    let redactor = crate::outbound::secrets();
     redactor.add_secrets(known_secrets(&env, None));
     workflow.mask(&redactor.current());
 

@@ -5,14 +5,8 @@
 //! `secrets.extra_values`.
 
 use crate::config::Config;
-use crate::outbound::{is_secret_name, secrets};
-use crate::trigger::redact::SharedRedactor;
+use crate::outbound::is_secret_name;
 use std::collections::BTreeMap;
-
-/// The redactor the log writer uses; secrets added to it are masked in every later log line.
-pub fn log_redactor() -> SharedRedactor {
-    secrets()
-}
 
 /// The environment secrets plus the variables the config names (`llm.api_key_env`,
 /// `user_config_api.token_env`) and `secrets.extra_values`.

@@ -5,24 +5,21 @@
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
 use crate::app::exit::{CliError, Exit};
-use crate::app::secrets::{known_secrets, log_redactor};
+use crate::app::secrets::known_secrets;
 use crate::app::workspace::resolve_workspace;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
 use crate::forge::local::LocalForge;
 use crate::forge::{Comment, Forge};
 use crate::history::{Entry, HistoryBackend, LocalHistory, jsonl};
+// Every byte publish sends passes the one redactor, with this job's secrets added.
+use crate::outbound::redact;
 use crate::report::markers::CHECKLIST_MARKER;
 use crate::tools::git::{GitPushPublisher, Publisher, TokenPushPublisher, git};
 use crate::trigger::{Actor, ForgeKind, MARKER_PREFIX, Request, ThreadRef, Trigger};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The one place publish redacts: every byte it sends passes through here.
-fn redact(text: &str) -> String {
-    crate::outbound::redact(&log_redactor().redact(text))
-}
 
 /// Where the writes go.
 struct Target {
@@ -44,7 +41,7 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
     let config = config::load_local(&load)
         .map_err(|e| CliError::usage(e.to_string()))?
         .config;
-    log_redactor().add_secrets(known_secrets(&env, Some(&config)));
+    crate::outbound::add_secrets(known_secrets(&env, Some(&config)));
     let target = connect(&manifest, &workspace, &config, &env).await?;
     // The branches first: nothing is written when one of them does not apply.
     for write in &manifest.writes {

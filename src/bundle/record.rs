@@ -2,15 +2,13 @@
 //! read through the real ones and record every write in the bundle directory instead.
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
-use crate::forge::{
-    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
-};
+use crate::forge::layer::{ForgeLayer, Layered};
+use crate::forge::{Comment, Forge, ForgeError, PullRequestRef, PullRequestRequest, Reaction};
 use crate::history::backend::{AppendOutcome, LoadedHistory};
 use crate::history::{Entry, HistoryBackend, HistoryError, jsonl};
 use crate::report::markers::CHECKLIST_MARKER;
 use crate::tools::git::Publisher;
 use crate::tools::{ToolError, ToolErrorKind};
-use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use chrono::Utc;
@@ -87,10 +85,12 @@ impl Recorder {
     }
 
     pub fn forge(self: &Arc<Self>, inner: Arc<dyn Forge>) -> Arc<dyn Forge> {
-        Arc::new(RecordingForge {
+        Arc::new(Layered::new(
             inner,
-            recorder: self.clone(),
-        })
+            RecordingForge {
+                recorder: self.clone(),
+            },
+        ))
     }
 
     pub fn history(self: &Arc<Self>, inner: Arc<dyn HistoryBackend>) -> Arc<dyn HistoryBackend> {
@@ -111,9 +111,9 @@ fn forge_error(message: String) -> ForgeError {
     ForgeError::Other(message)
 }
 
-/// Reads go to the real forge; writes become manifest entries with placeholder ids.
+/// Reads go to the real forge (and see the comments this run recorded); writes become manifest
+/// entries with placeholder ids.
 struct RecordingForge {
-    inner: Arc<dyn Forge>,
     recorder: Arc<Recorder>,
 }
 
@@ -124,21 +124,13 @@ impl RecordingForge {
 }
 
 #[async_trait]
-impl Forge for RecordingForge {
-    fn kind(&self) -> ForgeKind {
-        self.inner.kind()
-    }
-
-    fn run_url(&self) -> Option<String> {
-        self.inner.run_url()
-    }
-
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
-        self.inner.thread(thread).await
-    }
-
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
-        let mut comments = self.inner.comments(thread).await?;
+impl ForgeLayer for RecordingForge {
+    async fn comments(
+        &self,
+        next: &dyn Forge,
+        thread: &ThreadRef,
+    ) -> Result<Vec<Comment>, ForgeError> {
+        let mut comments = next.comments(thread).await?;
         let posted = self
             .recorder
             .posted
@@ -153,7 +145,40 @@ impl Forge for RecordingForge {
         Ok(comments)
     }
 
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+    /// Like [`Forge::comment`]'s default, over the comments above (recorded ones included).
+    async fn comment(
+        &self,
+        next: &dyn Forge,
+        thread: &ThreadRef,
+        id: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(next, thread)
+            .await?
+            .into_iter()
+            .find(|c| c.id == id))
+    }
+
+    /// Like [`Forge::find_comment`]'s default: a comment recorded earlier answers for its key.
+    async fn find_comment(
+        &self,
+        next: &dyn Forge,
+        thread: &ThreadRef,
+        key: &str,
+    ) -> Result<Option<Comment>, ForgeError> {
+        Ok(self
+            .comments(next, thread)
+            .await?
+            .into_iter()
+            .find(|c| crate::forge::marker::key_in(&c.body) == Some(key)))
+    }
+
+    async fn post_comment(
+        &self,
+        _next: &dyn Forge,
+        thread: &ThreadRef,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
         let checklist = Self::is_checklist(body);
         let placeholder =
             self.recorder
@@ -191,6 +216,7 @@ impl Forge for RecordingForge {
 
     async fn update_comment(
         &self,
+        _next: &dyn Forge,
         thread: &ThreadRef,
         comment_id: &str,
         body: &str,
@@ -221,20 +247,9 @@ impl Forge for RecordingForge {
         Ok(())
     }
 
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
-        self.inner.permission(user).await
-    }
-
-    async fn gate_permission(&self, user: &str) -> GatePermission {
-        self.inner.gate_permission(user).await
-    }
-
-    async fn own_login(&self) -> Option<String> {
-        self.inner.own_login().await
-    }
-
     async fn react(
         &self,
+        _next: &dyn Forge,
         thread: &ThreadRef,
         comment_id: Option<&str>,
         reaction: Reaction,
@@ -250,6 +265,7 @@ impl Forge for RecordingForge {
 
     async fn open_pull_request(
         &self,
+        _next: &dyn Forge,
         request: &PullRequestRequest,
     ) -> Result<PullRequestRef, ForgeError> {
         let placeholder = self.recorder.next_placeholder("pull-request");
@@ -266,7 +282,11 @@ impl Forge for RecordingForge {
     }
 
     /// A pull request recorded earlier in this bundle answers for its key before the real forge.
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+    async fn find_pull_request(
+        &self,
+        next: &dyn Forge,
+        key: &str,
+    ) -> Result<Option<PullRequestRef>, ForgeError> {
         let recorded = {
             let manifest = self
                 .recorder
@@ -288,7 +308,7 @@ impl Forge for RecordingForge {
         };
         match recorded {
             Some(found) => Ok(Some(found)),
-            None => self.inner.find_pull_request(key).await,
+            None => next.find_pull_request(key).await,
         }
     }
 }

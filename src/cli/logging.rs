@@ -1,8 +1,7 @@
 //! Log set-up: `RUST_LOG` wins; otherwise `--verbose` picks the level. Logs go to stderr through a
 //! redacting writer, so a secret that slips into a message never reaches the log.
 
-use crate::app::secrets::log_redactor;
-use crate::trigger::redact::RedactingWriter;
+use crate::outbound::redactor::RedactingWriter;
 use tracing_subscriber::EnvFilter;
 
 pub fn init(verbose: u8) {
@@ -20,7 +19,10 @@ pub fn init(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour)
-        .with_writer(RedactingWriter::new(std::io::stderr, log_redactor()))
+        .with_writer(RedactingWriter::new(
+            std::io::stderr,
+            crate::outbound::secrets(),
+        ))
         .with_target(false)
         .try_init();
 }

@@ -7,7 +7,7 @@
 //! `CREDENTIAL` or `AUTH` (any case; `AUTHOR`, as in `GIT_AUTHOR_NAME`, is a name, not a
 //! credential). Once the configuration is loaded the run adds the LLM key (`llm.api_key_env`,
 //! whatever its name) and `secrets.extra_values` ([`add_secrets`]). Each value is also masked in
-//! its base64, percent-encoded and JSON-escaped forms ([`crate::trigger::redact::encoded_forms`]);
+//! its base64, percent-encoded and JSON-escaped forms ([`redactor::encoded_forms`]);
 //! every occurrence becomes exactly `***`.
 //!
 //! # Why redaction sits at the exits, not at the call sites
@@ -19,7 +19,7 @@
 //! | bytes | the one exit | |
 //! |---|---|---|
 //! | stdout, stderr (logs, `println!`, workflow commands, panics, inherited child output) | file descriptors 1 and 2 are pipes read by [`stdio`] | every line |
-//! | forge writes: comments, notes, PR/MR titles and bodies (the model's `post_comment` and `open_pull_request` too) | [`forge::RedactingForge`], the only `Forge` the run hands out | every text argument |
+//! | forge writes: comments, notes, PR/MR titles and bodies (the model's `post_comment` and `open_pull_request` too) | [`crate::forge::redacting`], the outermost layer of the only `Forge` the run hands out | every text argument |
 //! | LLM requests: prompts (issue text included), tool results | `llm::http::HttpClient::post_json` | every JSON string |
 //! | history entries | `history::jsonl::to_line`, the one serializer | every JSON string |
 //! | commit messages of the pull-request branch | `tools::git::commit_working_tree` | the message |
@@ -35,10 +35,10 @@
 //! a way the encodings above do not list (reversed, split). The sandbox (`crate::sandbox`) and the
 //! scrubbed child environment keep secrets out of the commands' reach in the first place.
 
-pub mod forge;
+pub mod redactor;
 pub mod stdio;
 
-use crate::trigger::redact::{Redactor, SharedRedactor};
+pub use redactor::{Redactor, SharedRedactor};
 use serde_json::Value;
 use std::sync::LazyLock;
 

@@ -2,7 +2,7 @@
 //! to the real descriptors: `println!`, `eprintln!`, log lines, panic messages and the output of
 //! any child that inherited them all pass the secret set, with no call site to remember.
 
-use crate::trigger::redact::RedactingLineWriter;
+use super::redactor::RedactingLineWriter;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};

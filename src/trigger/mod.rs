@@ -10,7 +10,6 @@ pub mod github_event;
 pub mod gitlab_event;
 mod markdown;
 mod prose;
-pub mod redact;
 pub mod sanitize;
 pub mod thread;
 mod timestamp;
@@ -20,7 +19,6 @@ pub use error::TriggerError;
 pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, decide};
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
-pub use redact::{RedactingWriter, Redactor};
 pub use sanitize::sanitize_untrusted;
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 

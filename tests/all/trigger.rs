@@ -1,12 +1,13 @@
 //! Real event payloads through the public trigger API, and properties of the parsers.
 
 use proptest::prelude::*;
+use replan::outbound::Redactor;
 use replan::trigger::github_event::{DISPATCH_ISSUE_INPUTS, load_actions_event};
 use replan::trigger::sanitize::is_invisible;
 use replan::trigger::{
-    Command, EventOutcome, EventSet, ForgeKind, Redactor, ReplanScope, Request, StartRules,
-    ThreadKind, ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained,
-    from_gitlab, parse_commands, sanitize_untrusted,
+    Command, EventOutcome, EventSet, ForgeKind, ReplanScope, Request, StartRules, ThreadKind,
+    ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained, from_gitlab,
+    parse_commands, sanitize_untrusted,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@ use super::context::{
 use super::thread::{cycle_on_thread, finish};
 use crate::app::exit::{CliError, Exit};
 use crate::app::gating::{self, Verdict};
-use crate::app::secrets::{known_secrets, log_redactor};
+use crate::app::secrets::known_secrets;
 use crate::config::{self, Config};
 use crate::forge::{Forge, Reaction};
 use crate::history::HistoryBackend;
@@ -37,7 +37,7 @@ pub(super) async fn ci_run(
         bundle.set_origin(trigger.forge, &trigger.repo);
     }
     // Outermost, so the bundle too records only redacted bodies.
-    let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, forge));
+    let forge = crate::forge::redacting::redacting(recorded_forge(&ctx, forge));
     let rules = start_rules(&ctx.config, trigger.forge);
     // A comment not addressed to Replan leaves one log line and nothing else.
     if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
@@ -83,7 +83,7 @@ pub(super) async fn ci_run(
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
     ctx.config = loaded.config;
-    let redactor = log_redactor();
+    let redactor = crate::outbound::secrets();
     redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
     ctx.workflow.mask(&redactor.current());
 

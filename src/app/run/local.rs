@@ -32,7 +32,7 @@ pub(super) async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, C
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
-    let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, local.clone()));
+    let forge = crate::forge::redacting::redacting(recorded_forge(&ctx, local.clone()));
     let backend = recorded_history(
         &ctx,
         Arc::new(LocalHistory::new(

@@ -9,6 +9,7 @@ use crate::app::pr_recorder::PrRecorder;
 use crate::engine::prompts::Prompts;
 use crate::engine::{CycleDeps, CycleOutcome, EngineInput, run_cycle};
 use crate::forge::Forge;
+use crate::forge::layer::Layered;
 use crate::history::HistoryBackend;
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::store::LoadedThread;
@@ -140,7 +141,7 @@ pub(super) async fn cycle_on_thread(
         saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
         last_save: std::sync::Mutex::new(None),
     });
-    let recorder = Arc::new(PrRecorder::new(forge.clone()));
+    let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
     tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
         backend.clone(),
@@ -193,7 +194,7 @@ pub(super) async fn cycle_on_thread(
     match result {
         Ok(outcome) => Ok(ThreadRun {
             outcome: Some(outcome),
-            pull_request: recorder.opened().map(|pr| pr.url),
+            pull_request: recorder.layer().opened().map(|pr| pr.url),
             history_commit,
             ctx: checklist,
         }),
