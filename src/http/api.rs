@@ -117,8 +117,9 @@ pub struct Api {
     name: &'static str,
     auth: (HeaderName, HeaderValue),
     headers: Vec<(HeaderName, HeaderValue)>,
-    retry: RetryPolicy,
-    max_body_bytes: usize,
+    /// As given: the retry policy and body cap are read from here, and [`Api::reconfigured`]
+    /// builds the client again from them.
+    settings: ApiSettings,
 }
 
 impl std::fmt::Debug for Api {
@@ -194,9 +195,16 @@ impl Api {
             name: settings.name,
             auth: (name, value),
             headers,
-            retry: settings.retry,
-            max_body_bytes: settings.max_body_bytes,
+            settings,
         })
+    }
+
+    /// The same API with some settings changed (retry policy, body cap). A new HTTP client,
+    /// since the time-out belongs to it.
+    pub fn reconfigured(&self, change: impl FnOnce(&mut ApiSettings)) -> Result<Api, String> {
+        let mut settings = self.settings.clone();
+        change(&mut settings);
+        Api::new(settings)
     }
 
     pub fn base_url(&self) -> &str {
@@ -252,7 +260,7 @@ impl Api {
             if failure.maybe_applied && !replayable {
                 return Err(ApiError::Uncertain(failure.error.to_string()));
             }
-            if attempt >= self.retry.max_attempts {
+            if attempt >= self.settings.retry.max_attempts {
                 return Err(failure.error);
             }
             attempt += 1;
@@ -261,7 +269,7 @@ impl Api {
                 self.name,
                 failure.error,
                 wait.as_secs_f64(),
-                self.retry.max_attempts
+                self.settings.retry.max_attempts
             );
             tokio::time::sleep(wait).await;
         }
@@ -298,14 +306,14 @@ impl Api {
                         body: found,
                     });
                 }
-                Ok(None) if attempt < self.retry.max_attempts => {
-                    let wait = self.retry.backoff(attempt - 1);
+                Ok(None) if attempt < self.settings.retry.max_attempts => {
+                    let wait = self.settings.retry.backoff(attempt - 1);
                     attempt += 1;
                     tracing::warn!(
                         "{}: {what} failed ({error}) and did not take effect; sending it again in {:.1}s (attempt {attempt}/{})",
                         self.name,
                         wait.as_secs_f64(),
-                        self.retry.max_attempts
+                        self.settings.retry.max_attempts
                     );
                     tokio::time::sleep(wait).await;
                 }
@@ -375,7 +383,7 @@ impl Api {
                     // A refused connection never reached the server; anything later might have.
                     maybe_applied: !e.is_connect(),
                     error: ApiError::Connection(describe(&e)),
-                    wait: Some(self.retry.backoff(retry)),
+                    wait: Some(self.settings.retry.backoff(retry)),
                 });
             }
         };
@@ -397,13 +405,13 @@ impl Api {
                 maybe_applied: false,
             });
         }
-        let bytes = match read_capped(response, self.max_body_bytes).await {
+        let bytes = match read_capped(response, self.settings.max_body_bytes).await {
             Ok(Ok(bytes)) => bytes,
             Ok(Err(e)) => {
                 return Err(Failure {
                     maybe_applied: true,
                     error: ApiError::Connection(describe(&e)),
-                    wait: Some(self.retry.backoff(retry)),
+                    wait: Some(self.settings.retry.backoff(retry)),
                 });
             }
             Err(declared) => {
@@ -413,7 +421,7 @@ impl Api {
                 };
                 return Err(Failure {
                     error: ApiError::TooLarge {
-                        limit: self.max_body_bytes,
+                        limit: self.settings.max_body_bytes,
                         what,
                     },
                     wait: None,
@@ -438,11 +446,15 @@ impl Api {
                 body,
             });
         }
-        if let Some(wait) = self.retry.rate_limit_wait(status, &headers, &text, retry) {
+        if let Some(wait) = self
+            .settings
+            .retry
+            .rate_limit_wait(status, &headers, &text, retry)
+        {
             let error = ApiError::RateLimited { status, wait };
             return Err(Failure {
                 error,
-                wait: (wait <= self.retry.max_rate_limit_wait).then_some(wait),
+                wait: (wait <= self.settings.retry.max_rate_limit_wait).then_some(wait),
                 maybe_applied: false,
             });
         }
@@ -453,7 +465,7 @@ impl Api {
                 headers,
                 text: text.into_owned(),
             },
-            wait: server_error.then(|| self.retry.backoff(retry)),
+            wait: server_error.then(|| self.settings.retry.backoff(retry)),
             maybe_applied: server_error,
         })
     }

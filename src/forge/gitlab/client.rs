@@ -32,18 +32,14 @@ pub fn default_retry() -> RetryPolicy {
 #[derive(Clone)]
 pub struct GitLabClient {
     api: Arc<Api>,
-    api_url: String,
     /// The project id, or its path url-encoded as one segment.
     project: String,
-    token: Arc<str>,
-    retry: RetryPolicy,
-    max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for GitLabClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GitLabClient")
-            .field("api_url", &self.api_url)
+            .field("api_url", &self.api.base_url())
             .field("project", &self.project)
             .finish_non_exhaustive()
     }
@@ -81,61 +77,39 @@ pub fn encode_segment(text: &str) -> String {
     out
 }
 
-fn build_api(
-    api_url: &str,
-    token: &str,
-    retry: RetryPolicy,
-    max_body_bytes: usize,
-) -> Result<Api, ForgeError> {
-    Api::new(ApiSettings {
-        name: FORGE,
-        base_url: api_url.to_owned(),
-        auth: Auth::Header("private-token", token.to_owned()),
-        headers: Vec::new(),
-        retry,
-        max_body_bytes,
-    })
-    .map_err(ForgeError::Other)
-}
-
 impl GitLabClient {
     /// `api_url` is the `…/api/v4` root (`CI_API_V4_URL`); `project` an id or a path.
     pub fn new(api_url: &str, project: &str, token: &str) -> Result<Self, ForgeError> {
-        let retry = default_retry();
-        let max_body_bytes = crate::http::DEFAULT_MAX_BODY_BYTES;
+        let api = Api::new(ApiSettings {
+            name: FORGE,
+            base_url: api_url.to_owned(),
+            auth: Auth::Header("private-token", token.to_owned()),
+            headers: Vec::new(),
+            retry: default_retry(),
+            max_body_bytes: crate::http::DEFAULT_MAX_BODY_BYTES,
+        })
+        .map_err(ForgeError::Other)?;
         Ok(GitLabClient {
-            api: Arc::new(build_api(api_url, token, retry, max_body_bytes)?),
-            api_url: api_url.trim_end_matches('/').to_owned(),
+            api: Arc::new(api),
             project: encode_segment(project),
-            token: Arc::from(token),
-            retry,
-            max_body_bytes,
         })
     }
 
     pub fn with_retry(self, retry: RetryPolicy) -> Self {
-        let bytes = self.max_body_bytes;
-        self.rebuilt(retry, bytes)
+        self.reconfigured(|settings| settings.retry = retry)
     }
 
     /// Refuse answers larger than `bytes` ("too large").
     pub fn with_max_body_bytes(self, bytes: usize) -> Self {
-        let retry = self.retry;
-        self.rebuilt(retry, bytes)
+        self.reconfigured(|settings| settings.max_body_bytes = bytes)
     }
 
-    fn rebuilt(mut self, retry: RetryPolicy, max_body_bytes: usize) -> Self {
+    fn reconfigured(mut self, change: impl FnOnce(&mut ApiSettings)) -> Self {
         // The settings were valid a moment ago; only the numbers change.
-        if let Ok(api) = build_api(&self.api_url, &self.token, retry, max_body_bytes) {
+        if let Ok(api) = self.api.reconfigured(change) {
             self.api = Arc::new(api);
-            self.retry = retry;
-            self.max_body_bytes = max_body_bytes;
         }
         self
-    }
-
-    pub fn api_url(&self) -> &str {
-        &self.api_url
     }
 
     /// `/projects/<id>` followed by `rest` (which starts with `/` or is empty).
