@@ -5,7 +5,6 @@
 
 pub mod actions;
 pub mod app;
-pub mod bundle;
 pub mod cli;
 pub mod config;
 pub mod engine;

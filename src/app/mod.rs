@@ -1,6 +1,7 @@
 //! The orchestration behind `replan run`: trigger → gate → config → history → engine → report →
 //! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
 
+pub mod bundle;
 pub mod exit;
 pub mod gating;
 pub mod history_sink;

@@ -20,7 +20,7 @@ use super::exit::{CliError, Exit};
 use super::secrets::known_secrets;
 use super::workspace::{overrides, resolve_workspace};
 use crate::actions::log::Workflow;
-use crate::bundle::Recorder;
+use crate::app::bundle::Recorder;
 use crate::config::{self, LoadOptions};
 use chrono::Utc;
 use context::Ctx;

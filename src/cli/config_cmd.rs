@@ -1,8 +1,8 @@
 //! `replan config [--explain] [--json]`.
 
 use super::args::ConfigArgs;
-use super::exit::{CliError, Exit};
 use super::workspace::load_config;
+use crate::app::exit::{CliError, Exit};
 use crate::config::{explain_json, explain_text};
 
 pub async fn run(args: ConfigArgs) -> Result<Exit, CliError> {

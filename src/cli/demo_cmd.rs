@@ -1,7 +1,7 @@
 //! `replan demo [--dir DIR]`: the main job on the embedded default.
 
 use super::args::DemoArgs;
-use super::exit::{CliError, Exit};
+use crate::app::exit::{CliError, Exit};
 use crate::history::entry::RunStatus;
 
 pub async fn run(args: DemoArgs) -> Result<Exit, CliError> {

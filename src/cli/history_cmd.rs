@@ -2,9 +2,9 @@
 //! git branch.
 
 use super::args::{HistoryCommand, ThreadArgs};
-use super::exit::{CliError, Exit};
 use super::thread_arg::parse_thread;
 use super::workspace::load_config;
+use crate::app::exit::{CliError, Exit};
 use crate::config::HistoryConfig;
 use crate::history::export::{self, ExportFormat as Format};
 use crate::history::git_branch::GitBranchHistory;

@@ -37,7 +37,7 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
         Command::Publish(args) => {
-            crate::bundle::publish(args.dir, std::env::vars().collect()).await
+            crate::app::bundle::publish(args.dir, std::env::vars().collect()).await
         }
         Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }

@@ -1,7 +1,7 @@
 //! `replan plan validate FILE`.
 
 use super::args::PlanCommand;
-use super::exit::{CliError, Exit};
+use crate::app::exit::{CliError, Exit};
 use crate::plan::file::validate_file;
 use crate::plan::validate::ValidationRules;
 

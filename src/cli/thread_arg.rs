@@ -1,7 +1,7 @@
 //! Parsing a thread given on the command line: `issues/12`, `pulls/7`, `merge_requests/3`, `12`,
 //! `#12` or `!3`.
 
-use super::exit::CliError;
+use crate::app::exit::CliError;
 use crate::trigger::{ThreadKind, ThreadRef};
 
 pub fn parse_thread(raw: &str) -> Result<ThreadRef, CliError> {

@@ -2,9 +2,9 @@
 //! then every comment (the checklist, notices, and the comments given with `--comment`).
 
 use super::args::ThreadCommand;
-use super::exit::{CliError, Exit};
 use super::history_cmd::DEFAULT_LOCAL_DIR;
 use super::thread_arg::parse_thread;
+use crate::app::exit::{CliError, Exit};
 use crate::forge::ForgeError;
 use crate::forge::local::{LocalForge, LocalThreadFile};
 use std::fmt::Write;

@@ -1,7 +1,7 @@
 //! Turning `--workspace`, `--config` and `--set` into configuration load options.
 
 use super::args::WorkspaceArgs;
-use super::exit::CliError;
+use crate::app::exit::CliError;
 use crate::app::workspace::{overrides, resolve_workspace};
 use crate::config::{LoadOptions, LoadedConfig};
 use std::collections::BTreeMap;

@@ -20,10 +20,8 @@ pub struct HistoryConfig {
 }
 
 impl HistoryConfig {
-    pub fn append_retry(&self) -> crate::history::cas::Retry {
-        crate::history::cas::Retry::with_timeout(std::time::Duration::from_secs(
-            self.append_timeout_seconds,
-        ))
+    pub fn append_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.append_timeout_seconds)
     }
 }
 

@@ -224,6 +224,16 @@ impl Llm for Budgeted {
     }
 }
 
+impl ChatResponse {
+    /// Usage of this reply's attempts, as the history records it.
+    pub fn totals(&self) -> UsageTotals {
+        let mut totals = usage_totals(&self.usage, self.cost_usd, 0);
+        add_attempts(&mut totals, &self.attempts);
+        totals.calls = totals.calls.max(1);
+        totals
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,16 +159,6 @@ pub struct ChatResponse {
     pub attempts: super::meter::Attempts,
 }
 
-impl ChatResponse {
-    /// Usage of this reply's attempts, as the history records it.
-    pub fn totals(&self) -> crate::history::entry::UsageTotals {
-        let mut totals = super::budget::usage_totals(&self.usage, self.cost_usd, 0);
-        super::budget::add_attempts(&mut totals, &self.attempts);
-        totals.calls = totals.calls.max(1);
-        totals
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("LLM provider is not configured: {0}")]

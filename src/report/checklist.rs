@@ -5,6 +5,7 @@
 use super::markers::CHECKLIST_MARKER;
 use super::mermaid;
 use crate::history::SessionState;
+use crate::history::entry::RunStatus;
 use crate::history::state::{Pending, PlanSnapshot};
 use crate::plan::{Plan, TaskState};
 use chrono::{DateTime, Utc};
@@ -110,7 +111,7 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
                 let _ = writeln!(
                     out,
                     "## 📋 Execution Plan\n\n{}: no plan was made.",
-                    super::summary::status_line(status)
+                    status_line(status)
                 );
             }
             None => out.push_str("## 📋 Execution Plan\n\n⏳ *Planning…*\n"),
@@ -224,6 +225,20 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
     }
     if !facts.is_empty() {
         let _ = writeln!(out, "*{}*", facts.join(" | "));
+    }
+}
+
+/// The run's status as the checklist and the job summary head it.
+pub fn status_line(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Completed => "✅ Completed",
+        RunStatus::WaitingForAnswer => "❓ Waiting for an answer",
+        RunStatus::WaitingForApproval => "✋ Waiting for `/approve`",
+        RunStatus::RequiresHumanIntervention => "🙋 Human intervention needed",
+        RunStatus::Stopped => "⏹️ Stopped",
+        RunStatus::BudgetExhausted => "💸 Budget exhausted",
+        RunStatus::Blocked => "⛔ Blocked",
+        RunStatus::Failed => "❌ Failed",
     }
 }
 

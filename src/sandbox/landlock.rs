@@ -1,7 +1,7 @@
 //! Landlock rules for a child process, prepared in the parent and applied between `fork` and
 //! `exec` with two system calls (nothing that allocates runs in the child).
 
-use super::SandboxPolicy;
+use super::policy::SandboxPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Once};

@@ -14,18 +14,10 @@
 //!   snapshotted before each command and restored after it, and the command is reported failed.
 
 pub mod landlock;
+pub mod policy;
 pub mod protected;
 
-use std::path::PathBuf;
-
-/// What a sandboxed child may reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxPolicy {
-    /// The only tree (besides the temp dir) the child may write.
-    pub workspace: PathBuf,
-    /// `tools.network`: TCP allowed.
-    pub network: bool,
-}
+pub use policy::SandboxPolicy;
 
 /// `PR_SET_DUMPABLE 0` for Replan itself: its memory and environment stay out of the children's
 /// reach (for children that are not root).

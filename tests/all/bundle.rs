@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use replan::bundle::{Manifest, Write};
+use replan::app::bundle::{Manifest, Write};
 use replan::history::jsonl;
 use serde_json::Value;
 use tempfile::TempDir;

@@ -2,8 +2,8 @@
 //! platform builds, and the small helpers every platform uses.
 
 use crate::actions::log::Workflow;
+use crate::app::bundle::Recorder;
 use crate::app::exit::CliError;
-use crate::bundle::Recorder;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::Forge;
 use crate::history::HistoryBackend;

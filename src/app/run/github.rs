@@ -63,7 +63,7 @@ pub(super) async fn github(ctx: Ctx) -> Result<Exit, CliError> {
                 &config.history.branch,
                 &config.history.directory,
             )
-            .with_append_timeout(config.history.append_retry().timeout),
+            .with_append_timeout(config.history.append_timeout()),
         )
     };
     let connection = Connection {

@@ -74,7 +74,7 @@ pub async fn connect(
         .map(str::to_owned);
     let forge = GitLabForge::new(client.clone(), run_url.clone());
     let mut history = GitLabHistory::new(client, &cfg.history.branch, &cfg.history.directory);
-    history.retry = cfg.history.append_retry();
+    history.retry = crate::history::cas::Retry::with_timeout(cfg.history.append_timeout());
     Ok(GitLabConnection {
         forge: Arc::new(forge),
         history: Arc::new(history),

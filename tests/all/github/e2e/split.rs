@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{BRANCH, World, checklist_of, text};
 use crate::support::TestRepo;
 use crate::support::fake_github::DEFAULT_ACTOR;
-use replan::bundle::{Manifest, Write};
+use replan::app::bundle::{Manifest, Write};
 
 const WRITING: [&str; 4] = ["POST", "PATCH", "PUT", "DELETE"];
 
