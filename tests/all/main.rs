@@ -2,6 +2,7 @@
 
 mod support;
 
+mod architecture;
 mod bundle;
 mod cli;
 mod config;
