@@ -54,6 +54,8 @@ pub struct RunOptions {
     pub local_dir: Option<PathBuf>,
     /// Split-trust mode: record the forge writes in this directory instead of making them.
     pub bundle: Option<PathBuf>,
+    /// `--stage plan|subtask|join` and its flags: one part of the cycle per CI job.
+    pub stage: super::stage::StageOptions,
 }
 
 /// What every part of the run shares.
@@ -68,9 +70,11 @@ struct Ctx {
     run_id: String,
     started_at: DateTime<Utc>,
     bundle: Option<Arc<Recorder>>,
+    stage: Option<super::stage::StageRun>,
 }
 
 pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<Exit, CliError> {
+    let stage = opts.stage.resolve()?;
     let started_at = Utc::now();
     let run_id = run_id(&env);
     let bundle = match &opts.bundle {
@@ -118,6 +122,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         run_id,
         started_at,
         bundle,
+        stage,
     };
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
     if nonempty("GITHUB_EVENT_NAME") {
@@ -758,7 +763,14 @@ async fn cycle_on_thread(
             corrupt.line_no, corrupt.error
         ));
     }
-    let needs_thread = match &trigger.request {
+    let request = match &ctx.stage {
+        Some(stage) => {
+            stage.check(&loaded.state, thread)?;
+            stage.request(&trigger.request)
+        }
+        None => trigger.request.clone(),
+    };
+    let needs_thread = match &request {
         Request::Start { title, body } => title.trim().is_empty() && body.trim().is_empty(),
         Request::Mention { .. } => true,
         _ => false,
@@ -773,13 +785,7 @@ async fn cycle_on_thread(
     } else {
         (String::new(), String::new())
     };
-    let input = match decide(
-        &trigger.request,
-        &trigger.actor.login,
-        &loaded.state,
-        &title,
-        &body,
-    ) {
+    let input = match decide(&request, &trigger.actor.login, &loaded.state, &title, &body) {
         Decided::Run(input) => input,
         Decided::Nothing(reason) => {
             tracing::info!("{thread}: {reason}");
@@ -815,16 +821,38 @@ async fn cycle_on_thread(
     if let Some(bundle) = &ctx.bundle {
         tool_context.publisher = bundle.publisher();
     }
+    let (publisher, author) = (tool_context.publisher.clone(), tool_context.author.clone());
+    let loaded = match &ctx.stage {
+        Some(stage) => {
+            let (publisher, author) = (publisher.clone(), author.clone());
+            let at = &ctx.workspace;
+            super::stage::before_cycle(
+                stage,
+                at,
+                thread,
+                loaded,
+                backend.as_ref(),
+                &ctx.run_id,
+                publisher,
+                author,
+            )
+            .await?
+        }
+        None => loaded,
+    };
     crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
-    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter {
-        inner: reporter,
-        workspace: ctx.workspace.clone(),
-        thread,
-        publisher: tool_context.publisher.clone(),
-        author: tool_context.author.clone(),
-        saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
-        last_save: std::sync::Mutex::new(None),
-    });
+    let reporter: Arc<dyn Reporter> = match &ctx.stage {
+        Some(stage) if !stage.saves_work_branch() => reporter,
+        _ => Arc::new(crate::app::work_branch::WorkBranchReporter {
+            inner: reporter,
+            workspace: ctx.workspace.clone(),
+            thread,
+            publisher: publisher.clone(),
+            author: author.clone(),
+            saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
+            last_save: std::sync::Mutex::new(None),
+        }),
+    };
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
     tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
@@ -857,11 +885,15 @@ async fn cycle_on_thread(
         request: RunRequest {
             event: trigger.event.clone(),
             actor: trigger.actor.login.clone(),
-            request: request_name(&trigger.request),
+            request: request_name(&request),
             title: req_title,
             text: req_text,
             run_url: forge.run_url(),
         },
+        scope: ctx
+            .stage
+            .as_ref()
+            .map_or(crate::engine::Scope::Whole, |s| s.scope()),
     };
     ctx.workflow
         .group(&format!("Replan: planning cycle on {thread}"));
@@ -875,6 +907,10 @@ async fn cycle_on_thread(
     }
     on_sigterm.abort();
     let history_commit = sink.last_commit();
+    if let (Some(stage), Ok(outcome)) = (&ctx.stage, &result) {
+        let at = ctx.workspace.as_path();
+        super::stage::after_cycle(stage, &ctx.env, at, thread, outcome, publisher, author).await?;
+    }
     match result {
         Ok(outcome) => Ok(ThreadRun {
             outcome: Some(outcome),

@@ -5,6 +5,7 @@
 use super::markers::CHECKLIST_MARKER;
 use super::mermaid;
 use crate::history::SessionState;
+use crate::history::entry::RunStatus;
 use crate::history::state::{Pending, PlanSnapshot};
 use crate::plan::{Plan, TaskState};
 use chrono::{DateTime, Utc};
@@ -162,6 +163,9 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
             out.push_str("\n✋ *Waiting for `/approve` or `/reject`.*\n")
         }
         None => {}
+    }
+    if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
+        out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");
     }
     out.push_str("\n<details>\n<summary>🔀 Dependency graph</summary>\n\n");
     out.push_str(&mermaid::render(plan, state));

@@ -15,6 +15,7 @@ pub fn status_line(status: RunStatus) -> &'static str {
         RunStatus::BudgetExhausted => "💸 Budget exhausted",
         RunStatus::Blocked => "⛔ Blocked",
         RunStatus::Failed => "❌ Failed",
+        RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
     }
 }
 
