@@ -822,21 +822,16 @@ async fn cycle_on_thread(
         tool_context.publisher = bundle.publisher();
     }
     let (publisher, author) = (tool_context.publisher.clone(), tool_context.author.clone());
+    let checkout = || super::stage::Checkout {
+        workspace: ctx.workspace.clone(),
+        thread,
+        publisher: publisher.clone(),
+        author: author.clone(),
+    };
     let loaded = match &ctx.stage {
         Some(stage) => {
-            let (publisher, author) = (publisher.clone(), author.clone());
-            let at = &ctx.workspace;
-            super::stage::before_cycle(
-                stage,
-                at,
-                thread,
-                loaded,
-                backend.as_ref(),
-                &ctx.run_id,
-                publisher,
-                author,
-            )
-            .await?
+            super::stage::before_cycle(stage, &checkout(), loaded, backend.as_ref(), &ctx.run_id)
+                .await?
         }
         None => loaded,
     };
@@ -908,8 +903,7 @@ async fn cycle_on_thread(
     on_sigterm.abort();
     let history_commit = sink.last_commit();
     if let (Some(stage), Ok(outcome)) = (&ctx.stage, &result) {
-        let at = ctx.workspace.as_path();
-        super::stage::after_cycle(stage, &ctx.env, at, thread, outcome, publisher, author).await?;
+        super::stage::after_cycle(stage, &ctx.env, checkout(), outcome).await?;
     }
     match result {
         Ok(outcome) => Ok(ThreadRun {

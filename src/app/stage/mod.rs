@@ -236,23 +236,30 @@ use crate::history::store::LoadedThread;
 use crate::tools::git::{CommitAuthor, Publisher};
 use std::sync::Arc;
 
+/// The job's checkout and how it pushes.
+pub struct Checkout {
+    pub workspace: PathBuf,
+    pub thread: ThreadRef,
+    pub publisher: Arc<dyn Publisher>,
+    pub author: CommitAuthor,
+}
+
 /// What the stage does to the checkout (and, for the join, the history) before the cycle: start
 /// from the work branch; the join merges the finished subtasks' branches and records conflicts.
 /// Returns the thread as the cycle must see it.
 pub async fn before_cycle(
     run: &StageRun,
-    workspace: &Path,
-    thread: ThreadRef,
+    checkout: &Checkout,
     loaded: LoadedThread,
     backend: &dyn HistoryBackend,
     run_id: &str,
-    publisher: Arc<dyn Publisher>,
-    author: CommitAuthor,
 ) -> Result<LoadedThread, CliError> {
     if run.stage == Stage::Plan {
         return Ok(loaded);
     }
-    prepare_checkout(workspace.to_path_buf(), thread).await?;
+    let (workspace, thread) = (&checkout.workspace, checkout.thread);
+    let (publisher, author) = (checkout.publisher.clone(), checkout.author.clone());
+    prepare_checkout(workspace.clone(), thread).await?;
     if run.stage != Stage::Join {
         return Ok(loaded);
     }
@@ -267,8 +274,7 @@ pub async fn before_cycle(
                 .collect()
         })
         .unwrap_or_default();
-    let joined =
-        join_subtask_branches(workspace.to_path_buf(), thread, done, publisher, author).await?;
+    let joined = join_subtask_branches(workspace.clone(), thread, done, publisher, author).await?;
     tracing::info!(merged = ?joined.merged, conflicts = joined.conflicts.len(), "joined the subtask branches");
     if joined.conflicts.is_empty() {
         return Ok(loaded);
@@ -296,12 +302,15 @@ pub async fn before_cycle(
 pub async fn after_cycle(
     run: &StageRun,
     env: &BTreeMap<String, String>,
-    workspace: &Path,
-    thread: ThreadRef,
+    checkout: Checkout,
     outcome: &crate::engine::CycleOutcome,
-    publisher: Arc<dyn Publisher>,
-    author: CommitAuthor,
 ) -> Result<(), CliError> {
+    let Checkout {
+        workspace,
+        thread,
+        publisher,
+        author,
+    } = checkout;
     match &run.stage {
         Stage::Subtask(id) => {
             let branch = push_subtask(
@@ -314,7 +323,7 @@ pub async fn after_cycle(
             .await?;
             tracing::info!("subtask {id}: its changes are on `{branch}` for the join");
         }
-        Stage::Join => settle_join_checkout(workspace.to_path_buf(), thread).await?,
+        Stage::Join => settle_join_checkout(workspace, thread).await?,
         Stage::Plan => {}
     }
     run.emit_matrix(env, outcome.status, &outcome.state)?;
