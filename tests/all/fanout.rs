@@ -1,6 +1,7 @@
 //! `replan run --stage plan|subtask|join` as CI jobs would run it: separate processes that share
 //! nothing but one `--local-dir` (forge and history) and a bare `origin`, each in its own clone.
 
+use std::path::Path;
 use std::process::Output;
 
 use replan::llm::scenario::{Scenario, ScriptedToolCall, Step, When};
@@ -377,6 +378,82 @@ fn the_gitlab_child_pipeline_has_one_job_per_ready_subtask_and_the_join() {
     assert_eq!(parsed["replan-join"]["when"], "always", "{text}");
     let include = &parsed["replan-next-wave"]["trigger"]["include"][0];
     assert_eq!(include["job"], "replan-join", "{text}");
+    let next = include["artifact"].as_str().unwrap();
+    assert_eq!(parsed["replan-join"]["artifacts"]["paths"][0], next);
+
+    // The shipped template starts the file the plan job writes, and the join writes the same name.
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/gitlab/replan-fanout.gitlab-ci.yml"),
+    )
+    .unwrap();
+    let template: Value = serde_saphyr::from_str(&template).unwrap();
+    let plan_script = template["replan-plan"]["script"][0].as_str().unwrap();
+    assert!(
+        plan_script.contains(&format!("--stage plan --pipeline-out {next}")),
+        "{plan_script}"
+    );
+    assert_eq!(template["replan-plan"]["artifacts"]["paths"][0], next);
+    let started = &template["replan-fanout"]["trigger"]["include"][0];
+    assert_eq!(started["artifact"], next);
+    assert_eq!(started["job"], "replan-plan");
+    let join_script = parsed["replan-join"]["script"][0].as_str().unwrap();
+    assert!(
+        join_script.contains(&format!("--pipeline-out {next}")),
+        "{join_script}"
+    );
+}
+
+#[test]
+fn a_plan_that_does_not_fan_out_still_leaves_a_pipeline_for_the_trigger_job() {
+    // The plan's decision asks the issue's author first: the run waits, no subtask is ready.
+    let mut script = fanout_scenario(&[task("task_1", &[], "a.txt", "alpha\n")], 1);
+    let asking = r#"{"replan_needed": true, "confidence": 0.9, "reasoning": "unclear", "replan_type": "clarification_request", "issues_found": ["which files?"], "recommended_actions": [], "clarification_needed": true, "clarification_questions": ["Which files?"]}"#;
+    let plan = script.steps[0].reply.take().unwrap();
+    script.steps[0].reply = Some(
+        plan.replacen(
+            &serde_json::from_str::<Value>(NO_REPLAN)
+                .unwrap()
+                .to_string(),
+            asking,
+            1,
+        ),
+    );
+    let (origin, _seed) = checkout();
+    let world = Fanout {
+        llm: LlmServer::start(script),
+        origin,
+        _seed,
+        dir: TempDir::new().unwrap(),
+    };
+    let pipeline = world.dir.path().join("child.yml");
+    let matrix = world.matrix_file();
+    let output = world.run(
+        &world.clone(),
+        &[
+            "--stage",
+            "plan",
+            "--pipeline-out",
+            &pipeline.display().to_string(),
+            "--matrix-out",
+            &matrix,
+        ],
+    );
+    assert_ok(&output, "plan");
+    assert!(
+        !Path::new(&matrix).exists(),
+        "no matrix without ready subtasks"
+    );
+    let parsed: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&pipeline).unwrap()).unwrap();
+    let jobs: Vec<&String> = parsed
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("replan-"))
+        .collect();
+    assert_eq!(jobs, ["replan-done"], "{parsed}");
+    let show = world.history_show();
+    assert!(show.contains("waiting_for_answer"), "{show}");
 }
 
 #[test]

@@ -193,8 +193,8 @@ impl StageRun {
             return Ok(None);
         }
         if status != RunStatus::FannedOut {
-            // The next-wave trigger of the GitLab template starts whatever the join wrote.
-            if let (Stage::Join, Some(path)) = (&self.stage, &self.pipeline_out) {
+            // The GitLab template's trigger job starts whatever the stage wrote.
+            if let Some(path) = &self.pipeline_out {
                 write_file(path, &child_pipeline(&[], env)?, "--pipeline-out")?;
             }
             return Ok(None);
