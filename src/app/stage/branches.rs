@@ -1,7 +1,9 @@
-//! The git side of a fan-out. Subtask and join jobs start from the thread's work branch as
-//! `origin` holds it (HEAD detached there, so saving the work branch never moves a checked-out
-//! branch); a subtask job pushes its tree to `replan/<thread>-tasks/<ID>`; the join merges those
-//! branches into the work branch in plan order and pushes it.
+//! The git side of a fan-out. Subtask and join jobs fetch the thread's work branch from `origin`
+//! and put HEAD (detached) at the commit the work started from, so the cycle restores the work
+//! branch's files as on any resume and the tools see the thread's changes as changes (a pull
+//! request gets them all). A subtask job pushes its tree, on top of the work branch, to
+//! `replan/<thread>-tasks/<ID>`; the join merges those branches into the work branch in plan
+//! order and pushes it.
 
 use crate::app::exit::CliError;
 use crate::app::work_branch::work_branch;
@@ -44,8 +46,9 @@ fn on_origin(repo: &Path, branch: &str) -> Result<bool, CliError> {
     Ok(!refs.trim().is_empty())
 }
 
-/// Detach HEAD at the work branch as `origin` has it (when it has it): the subtask and join
-/// jobs build on the subtasks merged so far, whatever this checkout held.
+/// Fetch the work branch as `origin` has it (when it has it) and detach HEAD where the work
+/// started: the subtask and join jobs build on the subtasks merged so far, even when the
+/// checkout's branch moved on since.
 pub async fn prepare_checkout(workspace: PathBuf, thread: ThreadRef) -> Result<(), CliError> {
     blocking(move || {
         let repo = workspace.as_path();
@@ -64,23 +67,25 @@ pub async fn prepare_checkout(workspace: PathBuf, thread: ThreadRef) -> Result<(
             )));
         }
         let branch = work_branch(&thread);
-        if !on_origin(repo, &branch)? {
-            // Detached even so: the join's merges must never move the branch checked out here.
-            git(repo, &["checkout", "--quiet", "--detach"], &[])
-                .map_err(|e| failed("could not detach HEAD", e.message))?;
-            return Ok(());
-        }
         let local = format!("refs/heads/{branch}");
-        git(repo, &["fetch", "--quiet", "origin", &format!("+{local}:{local}")], &[])
-            .and_then(|_| git(repo, &["checkout", "--quiet", "--detach", &local], &[]))
-            .map_err(|e| failed(&format!("could not check out `{branch}` from `origin`"), e.message))?;
+        let mut start = "HEAD".to_owned();
+        if on_origin(repo, &branch)? {
+            start = git(repo, &["fetch", "--quiet", "origin", &format!("+{local}:{local}")], &[])
+                .and_then(|_| git(repo, &["merge-base", "HEAD", &local], &[]))
+                .map_err(|e| failed(&format!("could not fetch `{branch}` from `origin`"), e.message))?;
+        }
+        // Detached even without a work branch: the join's merges never move a branch of the
+        // checkout.
+        git(repo, &["checkout", "--quiet", "--detach", &start], &[])
+            .map_err(|e| failed("could not detach HEAD", e.message))?;
         Ok(())
     })
     .await
 }
 
-/// Commit the subtask job's working tree on top of HEAD (the work branch it started from) as
-/// `replan/<thread>-tasks/<ID>` and push it, replacing an earlier attempt's branch.
+/// Commit the subtask job's working tree on top of the work branch it started from (HEAD when
+/// there is none yet) as `replan/<thread>-tasks/<ID>` and push it, replacing an earlier attempt's
+/// branch.
 pub async fn push_subtask(
     workspace: PathBuf,
     thread: ThreadRef,
@@ -92,7 +97,8 @@ pub async fn push_subtask(
     let (repo, name) = (workspace.clone(), branch.clone());
     blocking(move || {
         let local = format!("refs/heads/{name}");
-        git(&repo, &["update-ref", &local, "HEAD"], &[])
+        let base = work_tip(&repo, &thread).unwrap_or_else(|| "HEAD".to_owned());
+        git(&repo, &["update-ref", &local, &base], &[])
             .map_err(|e| failed(&format!("could not start `{name}`"), e.message))?;
         let message = format!("Replan: subtask {id} of {thread}");
         snapshot_working_tree(&repo, &name, &message, &author).map_err(|e| {
@@ -150,6 +156,12 @@ fn merge_all(
         ("GIT_COMMITTER_NAME", author.name.as_str()),
         ("GIT_COMMITTER_EMAIL", author.email.as_str()),
     ];
+    let fork = git(repo, &["rev-parse", "HEAD"], &[])
+        .map_err(|e| failed("could not read HEAD", e.message))?;
+    if let Some(tip) = work_tip(repo, thread) {
+        git(repo, &["checkout", "--quiet", "--detach", &tip], &[])
+            .map_err(|e| failed("could not check out the work branch", e.message))?;
+    }
     let mut joined = Joined::default();
     for id in done {
         let branch = subtask_branch(thread, id);
@@ -200,13 +212,21 @@ fn merge_all(
         }
     }
     let local = format!("refs/heads/{}", work_branch(thread));
-    git(repo, &["update-ref", &local, "HEAD"], &[]).map_err(|e| {
-        failed(
-            "could not move the work branch to the merged subtasks",
-            e.message,
-        )
-    })?;
+    git(repo, &["update-ref", &local, "HEAD"], &[])
+        .and_then(|_| git(repo, &["checkout", "--quiet", "--detach", &fork], &[]))
+        .map_err(|e| {
+            failed(
+                "could not move the work branch to the merged subtasks",
+                e.message,
+            )
+        })?;
     Ok(joined)
+}
+
+/// The local work branch's commit, when there is one.
+fn work_tip(repo: &Path, thread: &ThreadRef) -> Option<String> {
+    let local = format!("refs/heads/{}", work_branch(thread));
+    git(repo, &["rev-parse", "--verify", "--quiet", &local], &[]).ok()
 }
 
 /// Leave the join's checkout on the work branch (the merged subtasks and whatever the join
