@@ -15,6 +15,18 @@ pub struct CommitAuthor {
     pub email: String,
 }
 
+impl CommitAuthor {
+    /// The variables that make git commit (or merge) as this author, whatever its config says.
+    pub fn identity(&self) -> [(&'static str, &str); 4] {
+        [
+            ("GIT_AUTHOR_NAME", self.name.as_str()),
+            ("GIT_AUTHOR_EMAIL", self.email.as_str()),
+            ("GIT_COMMITTER_NAME", self.name.as_str()),
+            ("GIT_COMMITTER_EMAIL", self.email.as_str()),
+        ]
+    }
+}
+
 impl Default for CommitAuthor {
     fn default() -> Self {
         CommitAuthor {
@@ -256,12 +268,7 @@ fn commit_tree(
     message: &str,
     author: &CommitAuthor,
 ) -> Result<String, ToolError> {
-    let identity = [
-        ("GIT_AUTHOR_NAME", author.name.as_str()),
-        ("GIT_AUTHOR_EMAIL", author.email.as_str()),
-        ("GIT_COMMITTER_NAME", author.name.as_str()),
-        ("GIT_COMMITTER_EMAIL", author.email.as_str()),
-    ];
+    let identity = author.identity();
     let commit = git(
         repo,
         &[

@@ -185,6 +185,27 @@ impl Fanout {
         std::fs::read_to_string(&matrix).ok()
     }
 
+    /// One wave: the subtask jobs of `ids`, then a join in a fresh clone that fans out `next`.
+    fn wave(&self, ids: &[&str], next: &str) -> TestRepo {
+        self.subtasks(ids);
+        let joined = self.clone();
+        assert_eq!(self.join(&joined).as_deref(), Some(next));
+        joined
+    }
+
+    /// The last join, in a fresh clone: nothing left to fan out, the run completed.
+    fn final_join(&self) -> TestRepo {
+        let joined = self.clone();
+        assert_eq!(self.join(&joined), None, "nothing is left to fan out");
+        let show = self.history_show();
+        assert!(show.contains("completed"), "{show}");
+        joined
+    }
+
+    fn history(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("planning_history/issues/7.jsonl")).unwrap()
+    }
+
     fn history_show(&self) -> String {
         let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"))
             .args(["history", "show", "7", "--dir"])
@@ -216,10 +237,6 @@ fn assert_usage(output: &Output, needles: &[&str]) {
 
 fn head_branch(repo: &TestRepo) -> String {
     repo.run_git(&["symbolic-ref", "--short", "HEAD"])
-}
-
-fn assert_completed(show: &str) {
-    assert!(show.contains("completed"), "{show}");
 }
 
 #[test]
@@ -259,17 +276,14 @@ fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_c
             .run_git(&["show", &format!("{branch}:{}", t.file)]);
         assert_eq!(format!("{shown}\n"), t.content, "{branch}");
     }
-    let joined = world.clone();
-    assert_eq!(world.join(&joined), None, "nothing is left to fan out");
+    let joined = world.final_join();
     for t in &tasks {
         assert_eq!(joined.read(t.file), t.content);
     }
     assert_eq!(head_branch(&joined), "replan/work/issue-7");
     assert_eq!(joined.run_git(&["status", "--porcelain"]), "");
-    assert_completed(&world.history_show());
     // Every entry of the concurrent subtask runs landed: each task was judged once.
-    let history =
-        std::fs::read_to_string(world.dir.path().join("planning_history/issues/7.jsonl")).unwrap();
+    let history = world.history();
     for t in &tasks {
         let judged = history
             .lines()
@@ -296,19 +310,12 @@ fn a_subtask_that_waits_for_two_others_runs_in_the_second_wave() {
     );
     assert_usage(&early, &["--subtask task_3 is not ready", "task_1, task_2"]);
 
-    world.subtasks(&["task_1", "task_2"]);
-    let first = world.clone();
-    assert_eq!(
-        world.join(&first).as_deref(),
-        Some(r#"{"subtask":["task_3"]}"#)
-    );
+    world.wave(&["task_1", "task_2"], r#"{"subtask":["task_3"]}"#);
     world.subtasks(&["task_3"]);
-    let second = world.clone();
-    assert_eq!(world.join(&second), None);
+    let second = world.final_join();
     assert_eq!(second.read("a.txt"), "alpha\n");
     assert_eq!(second.read("b.txt"), "beta\n");
     assert_eq!(second.read("c.txt"), "gamma\n");
-    assert_completed(&world.history_show());
 }
 
 #[test]
@@ -319,16 +326,10 @@ fn a_conflicting_subtask_is_redone_on_the_merged_tree() {
     ];
     let world = Fanout::new(&tasks, 2);
     assert_eq!(world.plan(), r#"{"subtask":["task_1","task_2"]}"#);
-    world.subtasks(&["task_1", "task_2"]);
-    let first = world.clone();
     // task_1 merges; task_2 conflicts with it and is the next wave.
-    assert_eq!(
-        world.join(&first).as_deref(),
-        Some(r#"{"subtask":["task_2"]}"#)
-    );
+    let first = world.wave(&["task_1", "task_2"], r#"{"subtask":["task_2"]}"#);
     assert_eq!(first.read("same.txt"), "one\n");
-    let history =
-        std::fs::read_to_string(world.dir.path().join("planning_history/issues/7.jsonl")).unwrap();
+    let history = world.history();
     let conflict = history
         .lines()
         .find(|l| l.contains(r#""type":"judge""#) && l.contains("conflicted in same.txt"))
@@ -336,10 +337,8 @@ fn a_conflicting_subtask_is_redone_on_the_merged_tree() {
     assert!(conflict.contains("NEEDS_CONTINUATION"), "{conflict}");
 
     world.subtasks(&["task_2"]);
-    let second = world.clone();
-    assert_eq!(world.join(&second), None);
+    let second = world.final_join();
     assert_eq!(second.read("same.txt"), "two\n");
-    assert_completed(&world.history_show());
 }
 
 #[test]

@@ -150,12 +150,7 @@ fn merge_all(
     done: &[String],
     author: &CommitAuthor,
 ) -> Result<Joined, CliError> {
-    let identity = [
-        ("GIT_AUTHOR_NAME", author.name.as_str()),
-        ("GIT_AUTHOR_EMAIL", author.email.as_str()),
-        ("GIT_COMMITTER_NAME", author.name.as_str()),
-        ("GIT_COMMITTER_EMAIL", author.email.as_str()),
-    ];
+    let identity = author.identity();
     let fork = git(repo, &["rev-parse", "HEAD"], &[])
         .map_err(|e| failed("could not read HEAD", e.message))?;
     if let Some(tip) = work_tip(repo, thread) {

@@ -22,12 +22,7 @@ fn matrices(world: &World) -> Vec<String> {
 
 #[test]
 fn plan_subtask_and_join_jobs_follow_the_matrix_output_to_completion() {
-    let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let (world, number) = super::split::world_with_issue();
     let env = world.env("issues", &world.issue_opened(number, "alice"));
     let job = |args: &[&str]| {
         fresh_checkout(&world);
