@@ -157,25 +157,30 @@ fn merge_all(
         git(repo, &["checkout", "--quiet", "--detach", &tip], &[])
             .map_err(|e| failed("could not check out the work branch", e.message))?;
     }
+    // Every subtask branch in one fetch, into refs of our own (not branches of the checkout).
+    let fetched = format!("refs/replan-fanout/{}", branch_prefix(thread));
+    let all = format!(
+        "+refs/heads/{}/*:{fetched}/*",
+        subtask_branch(thread, "").trim_end_matches('/')
+    );
+    git(repo, &["fetch", "--quiet", "origin", &all], &[])
+        .map_err(|e| failed("could not fetch the subtask branches", e.message))?;
     let mut joined = Joined::default();
     for id in done {
         let branch = subtask_branch(thread, id);
-        if !on_origin(repo, &branch)? {
-            tracing::warn!("subtask {id} is done but `origin` has no `{branch}`; nothing to merge");
-            continue;
-        }
-        let tip = git(
+        let Ok(tip) = git(
             repo,
             &[
-                "fetch",
+                "rev-parse",
+                "--verify",
                 "--quiet",
-                "origin",
-                &format!("refs/heads/{branch}"),
+                &format!("{fetched}/{id}"),
             ],
             &[],
-        )
-        .and_then(|_| git(repo, &["rev-parse", "FETCH_HEAD"], &[]))
-        .map_err(|e| failed(&format!("could not fetch `{branch}`"), e.message))?;
+        ) else {
+            tracing::warn!("subtask {id} is done but `origin` has no `{branch}`; nothing to merge");
+            continue;
+        };
         if git(repo, &["merge-base", "--is-ancestor", &tip, "HEAD"], &[]).is_ok() {
             continue;
         }
