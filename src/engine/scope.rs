@@ -40,3 +40,73 @@ impl Scope {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Plan, Subtask, TaskDecomposition, TaskState};
+    use crate::plan::Phase;
+
+    /// task_1 and task_2 independent, task_3 after both; task_1 already done.
+    fn state() -> SessionState {
+        let subtask = |id: &str, deps: &[&str]| Subtask {
+            id: id.into(),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut state = SessionState {
+            plan: Some(Plan {
+                task_decomposition: TaskDecomposition {
+                    reasoning: String::new(),
+                    subtasks: vec![
+                        subtask("task_1", &[]),
+                        subtask("task_2", &[]),
+                        subtask("task_3", &["task_1", "task_2"]),
+                    ],
+                },
+                ..Default::default()
+            }),
+            ..SessionState::default()
+        };
+        state.tasks.entry("task_1".into()).or_default().state = TaskState::Done;
+        state
+    }
+
+    #[test]
+    fn the_plan_stage_stops_before_any_subtask_and_plans_as_usual() {
+        let until = Scope::UntilExecution;
+        let s = state();
+        assert_eq!(
+            until.limit(Step::Execute("task_2".into()), &s),
+            Step::Finish(RunStatus::FannedOut)
+        );
+        assert_eq!(until.limit(Step::QualityJudge, &s), Step::QualityJudge);
+        assert_eq!(until.limit(Step::Complete, &s), Step::Complete);
+        let draft = Step::Draft {
+            first: Phase::GoalUnderstanding,
+            last: Phase::ActionSequence,
+        };
+        assert_eq!(Scope::Whole.limit(draft.clone(), &s), draft);
+    }
+
+    #[test]
+    fn a_subtask_stage_runs_its_own_subtask_and_nothing_else() {
+        let s = state();
+        let own = Scope::Subtask("task_2".into());
+        // The driver would pick the first ready subtask; the job runs its own.
+        assert_eq!(
+            own.limit(Step::Execute("task_1".into()), &s),
+            Step::Execute("task_2".into())
+        );
+        assert_eq!(own.limit(Step::FinalReview, &s), Step::Finish(RunStatus::FannedOut));
+        let waiting = Scope::Subtask("task_3".into());
+        assert_eq!(
+            waiting.limit(Step::Execute("task_2".into()), &s),
+            Step::Finish(RunStatus::FannedOut)
+        );
+        assert_eq!(
+            own.limit(Step::Finish(RunStatus::Blocked), &s),
+            Step::Finish(RunStatus::Blocked)
+        );
+    }
+}
