@@ -44,8 +44,8 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Plan, Subtask, TaskDecomposition, TaskState};
     use crate::plan::Phase;
+    use crate::plan::{Plan, Subtask, TaskDecomposition, TaskState};
 
     /// task_1 and task_2 independent, task_3 after both; task_1 already done.
     fn state() -> SessionState {
@@ -98,7 +98,10 @@ mod tests {
             own.limit(Step::Execute("task_1".into()), &s),
             Step::Execute("task_2".into())
         );
-        assert_eq!(own.limit(Step::FinalReview, &s), Step::Finish(RunStatus::FannedOut));
+        assert_eq!(
+            own.limit(Step::FinalReview, &s),
+            Step::Finish(RunStatus::FannedOut)
+        );
         let waiting = Scope::Subtask("task_3".into());
         assert_eq!(
             waiting.limit(Step::Execute("task_2".into()), &s),

@@ -282,8 +282,23 @@ fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_c
     }
     assert_eq!(head_branch(&joined), "replan/work/issue-7");
     assert_eq!(joined.run_git(&["status", "--porcelain"]), "");
-    // Every entry of the concurrent subtask runs landed: each task was judged once.
+    // Every entry of the concurrent subtask runs landed: each task was judged once, every run
+    // that started finished, and no two lines share a `seq`.
     let history = world.history();
+    let parsed = replan::history::jsonl::parse(&history);
+    assert!(parsed.corrupt.is_empty(), "{history}");
+    let mut seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
+    let count = seqs.len();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), count, "{history}");
+    let started = history.matches(r#""type":"run_started""#).count();
+    let finished = history.matches(r#""type":"run_finished""#).count();
+    assert_eq!(
+        (started, finished),
+        (5, 5),
+        "plan, three subtasks, join: {history}"
+    );
     for t in &tasks {
         let judged = history
             .lines()
