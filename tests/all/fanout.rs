@@ -198,7 +198,7 @@ impl Fanout {
         let joined = self.clone();
         assert_eq!(self.join(&joined), None, "nothing is left to fan out");
         let show = self.history_show();
-        assert!(show.contains("completed"), "{show}");
+        assert!(show.contains("→ completed"), "{show}");
         joined
     }
 
@@ -250,7 +250,7 @@ fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_c
     let matrix = world.plan();
     assert_eq!(matrix, r#"{"subtask":["task_1","task_2","task_3"]}"#);
     let show = world.history_show();
-    assert!(show.contains("fanned_out"), "{show}");
+    assert!(show.contains("→ fanned_out"), "{show}");
 
     // A join before any subtask ran, an unknown id, --subtask without --stage subtask.
     let early = world.run(&world.clone(), &["--stage", "join"]);
@@ -467,7 +467,7 @@ fn a_plan_that_does_not_fan_out_still_leaves_a_pipeline_for_the_trigger_job() {
         .collect();
     assert_eq!(jobs, ["replan-done"], "{parsed}");
     let show = world.history_show();
-    assert!(show.contains("waiting_for_answer"), "{show}");
+    assert!(show.contains("→ waiting_for_answer"), "{show}");
 }
 
 #[test]
