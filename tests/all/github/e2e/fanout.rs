@@ -117,7 +117,7 @@ fn two_subtask_jobs_at_once_both_land_on_the_github_history_branch() {
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
     assert_eq!(matrices(&world), [r#"{"subtask":["task_1","task_2"]}"#]);
 
-    // Each job in its own checkout, both at once (separate workflow run ids, as matrix jobs).
+    // Each job in its own checkout, both at once.
     let clones: Vec<crate::support::TestRepo> = (0..2)
         .map(|_| {
             let clone = crate::support::TestRepo::clone_from(&world._origin);
@@ -128,19 +128,10 @@ fn two_subtask_jobs_at_once_both_land_on_the_github_history_branch() {
     let children: Vec<_> = ["task_1", "task_2"]
         .into_iter()
         .zip(&clones)
-        .enumerate()
-        .map(|(n, (id, clone))| {
-            let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
-            command.env_clear();
-            for key in ["PATH", "HOME", "TMPDIR"] {
-                if let Ok(value) = std::env::var(key) {
-                    command.env(key, value);
-                }
-            }
-            command
-                .envs(&env)
+        .map(|(id, clone)| {
+            world
+                .command(&env)
                 .env("GITHUB_WORKSPACE", clone.path())
-                .env("GITHUB_RUN_ID", format!("{}", 5000 + n))
                 .args(["run", "--stage", "subtask", "--subtask", id])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
