@@ -2,7 +2,7 @@
 //! cycle over jobs: the plan job stops where a subtask would start, each subtask job runs only its
 //! own subtask, and the join job runs the rest. The driver asks [`Scope::limit`] once per step.
 
-use super::step::{Step, next_runnable_all};
+use super::step::{Step, runnable};
 use crate::history::SessionState;
 use crate::history::entry::RunStatus;
 
@@ -29,7 +29,7 @@ impl Scope {
                 let runnable = state
                     .plan
                     .as_ref()
-                    .is_some_and(|plan| next_runnable_all(plan, state).contains(id));
+                    .is_some_and(|plan| runnable(plan, state).contains(id));
                 if runnable {
                     Step::Execute(id.clone())
                 } else {

@@ -146,11 +146,11 @@ fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
 
 /// The first subtask in dependency order that can run now.
 pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
-    next_runnable_all(plan, state).into_iter().next()
+    runnable(plan, state).into_iter().next()
 }
 
-/// Every subtask that can run now (its dependencies are finished), in dependency order.
-pub fn next_runnable_all(plan: &Plan, state: &SessionState) -> Vec<String> {
+/// Every subtask that can run now (its dependencies done), in dependency order.
+pub fn runnable(plan: &Plan, state: &SessionState) -> Vec<String> {
     let order = execution_order(plan);
     order
         .into_iter()

@@ -14,7 +14,7 @@ pub use pipeline::child_pipeline;
 
 use super::exit::CliError;
 use crate::engine::Scope;
-use crate::engine::step::next_runnable_all;
+use crate::engine::step::runnable;
 use crate::history::SessionState;
 use crate::history::entry::RunStatus;
 use crate::plan::TaskState;
@@ -146,7 +146,7 @@ impl StageRun {
                         ids.join(", ")
                     )));
                 };
-                if next_runnable_all(plan, state).contains(id) {
+                if runnable(plan, state).contains(id) {
                     return Ok(());
                 }
                 let waiting: Vec<&str> = task
@@ -202,7 +202,7 @@ impl StageRun {
         let ready = state
             .plan
             .as_ref()
-            .map(|plan| next_runnable_all(plan, state))
+            .map(|plan| runnable(plan, state))
             .unwrap_or_default();
         for id in &ready {
             matrix::check_id(id)?;
