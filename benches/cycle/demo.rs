@@ -167,6 +167,7 @@ pub async fn run(mode: PlanningMode) -> (Vec<Prompt>, RunStatus) {
             text: Some(body.clone()),
             run_url: None,
         },
+        scope: replan::engine::Scope::Whole,
     };
     let input = EngineInput::Start {
         title: TITLE.into(),

@@ -10,6 +10,7 @@ pub mod outputs;
 pub mod pr_recorder;
 pub mod run;
 pub mod secrets;
+pub mod stage;
 pub mod work_branch;
 pub mod workspace;
 

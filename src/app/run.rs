@@ -29,6 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<Exit, CliError> {
+    let stage = opts.stage.resolve()?;
     let started_at = Utc::now();
     let run_id = run_id(&env);
     let bundle = match &opts.bundle {
@@ -76,6 +77,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         run_id,
         started_at,
         bundle,
+        stage,
     };
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
     if nonempty("GITHUB_EVENT_NAME") {

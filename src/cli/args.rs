@@ -109,6 +109,43 @@ pub struct RunArgs {
     /// pull request's branch as a git bundle, step outputs) in DIR for `replan publish DIR`.
     #[arg(long, value_name = "DIR")]
     pub bundle: Option<PathBuf>,
+
+    /// Run one part of the cycle, for a fan-out over CI jobs: `plan` (plan, write the matrix of
+    /// ready subtasks), `subtask` (run `--subtask ID`, push its branch), `join` (merge the
+    /// subtasks' branches, go on: the next matrix or completion) [default: the whole cycle].
+    #[arg(long, value_enum, value_name = "STAGE")]
+    pub stage: Option<StageArg>,
+
+    /// The subtask a `--stage subtask` job runs (an id of the matrix).
+    #[arg(long, value_name = "ID")]
+    pub subtask: Option<String>,
+
+    /// Also write the matrix `{"subtask": [ids...]}` of `--stage plan`/`join` to FILE (on GitHub
+    /// it always goes to the `matrix` step output).
+    #[arg(long, value_name = "FILE")]
+    pub matrix_out: Option<PathBuf>,
+
+    /// Write a GitLab child pipeline with one job per ready subtask and the join to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub pipeline_out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum StageArg {
+    Plan,
+    Subtask,
+    Join,
+}
+
+impl StageArg {
+    pub fn name(self) -> crate::app::stage::StageName {
+        use crate::app::stage::StageName;
+        match self {
+            StageArg::Plan => StageName::Plan,
+            StageArg::Subtask => StageName::Subtask,
+            StageArg::Join => StageName::Join,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -29,6 +29,12 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
                 comments: args.comment,
                 local_dir: args.local_dir,
                 bundle: args.bundle,
+                stage: crate::app::stage::StageOptions {
+                    stage: args.stage.map(args::StageArg::name),
+                    subtask: args.subtask,
+                    matrix_out: args.matrix_out,
+                    pipeline_out: args.pipeline_out,
+                },
             };
             crate::app::run(options, std::env::vars().collect()).await
         }

@@ -38,6 +38,8 @@ pub struct CycleDeps {
     pub prompts: Prompts,
     /// Who asked and what, as recorded in `run_started` (text already sanitized by the trigger).
     pub request: RunRequest,
+    /// How much of the cycle this process runs (`replan run --stage`).
+    pub scope: super::Scope,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -226,7 +228,9 @@ async fn drive(
         }
     }
     for _ in 0..MAX_STEPS_PER_RUN {
-        let step = next_step(state, cx.input, &deps.config);
+        let step = deps
+            .scope
+            .limit(next_step(state, cx.input, &deps.config), state);
         tracing::debug!(?step, "next step");
         if let Step::Finish(status) = step {
             return Ok(status);

@@ -17,8 +17,10 @@ pub mod phases;
 pub mod prompts;
 pub mod refine;
 pub mod replan;
+pub mod scope;
 pub mod step;
 
 pub use cycle::{CycleDeps, CycleError, CycleOutcome, run_cycle};
 pub use input::EngineInput;
+pub use scope::Scope;
 pub use step::{Step, next_step};

@@ -146,20 +146,28 @@ fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
 
 /// The first subtask in dependency order that can run now.
 pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
+    runnable(plan, state).into_iter().next()
+}
+
+/// Every subtask that can run now (its dependencies done), in dependency order.
+pub fn runnable(plan: &Plan, state: &SessionState) -> Vec<String> {
     let order = execution_order(plan);
-    order.into_iter().find(|id| {
-        let runnable = matches!(
-            state.task_state(id),
-            TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
-        );
-        runnable
-            && plan.subtask(id).is_some_and(|t| {
-                t.dependencies.iter().all(|d| {
-                    matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
-                        || plan.subtask(d).is_none()
+    order
+        .into_iter()
+        .filter(|id| {
+            let runnable = matches!(
+                state.task_state(id),
+                TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
+            );
+            runnable
+                && plan.subtask(id).is_some_and(|t| {
+                    t.dependencies.iter().all(|d| {
+                        matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
+                            || plan.subtask(d).is_none()
+                    })
                 })
-            })
-    })
+        })
+        .collect()
 }
 
 /// The plan's execution order, then any subtask it forgot, so nothing is silently skipped.

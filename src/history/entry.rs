@@ -155,6 +155,9 @@ pub enum RunStatus {
     BudgetExhausted,
     Blocked,
     Failed,
+    /// `replan run --stage plan|subtask|join` stopped where other CI jobs take over (the ready
+    /// subtasks run as their own jobs, a join merges them and goes on).
+    FannedOut,
 }
 
 /// LLM usage of one call or one run.

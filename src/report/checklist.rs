@@ -164,6 +164,9 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
         }
         None => {}
     }
+    if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
+        out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");
+    }
     out.push_str("\n<details>\n<summary>🔀 Dependency graph</summary>\n\n");
     out.push_str(&mermaid::render(plan, state));
     out.push_str("\n</details>\n");
@@ -239,6 +242,7 @@ pub fn status_line(status: RunStatus) -> &'static str {
         RunStatus::BudgetExhausted => "💸 Budget exhausted",
         RunStatus::Blocked => "⛔ Blocked",
         RunStatus::Failed => "❌ Failed",
+        RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
     }
 }
 

@@ -15,6 +15,18 @@ pub struct CommitAuthor {
     pub email: String,
 }
 
+impl CommitAuthor {
+    /// The variables that make git commit (or merge) as this author, whatever its config says.
+    pub fn identity(&self) -> [(&'static str, &str); 4] {
+        [
+            ("GIT_AUTHOR_NAME", self.name.as_str()),
+            ("GIT_AUTHOR_EMAIL", self.email.as_str()),
+            ("GIT_COMMITTER_NAME", self.name.as_str()),
+            ("GIT_COMMITTER_EMAIL", self.email.as_str()),
+        ]
+    }
+}
+
 impl Default for CommitAuthor {
     fn default() -> Self {
         CommitAuthor {
@@ -28,25 +40,46 @@ impl Default for CommitAuthor {
 #[async_trait]
 pub trait Publisher: Send + Sync {
     async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError>;
+
+    /// Like `publish`, replacing whatever the remote branch held (a fan-out subtask's branch,
+    /// redone on a newer work branch). Publishers that cannot force fall back to `publish`.
+    async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        self.publish(repo, branch).await
+    }
+}
+
+/// `refs/heads/<branch>:refs/heads/<branch>`, forced with `+` when the remote may be rewritten.
+fn push_refspec(branch: &str, force: bool) -> String {
+    let plus = if force { "+" } else { "" };
+    format!("{plus}refs/heads/{branch}:refs/heads/{branch}")
 }
 
 /// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
 pub struct GitPushPublisher;
 
-#[async_trait]
-impl Publisher for GitPushPublisher {
-    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+impl GitPushPublisher {
+    async fn push(&self, repo: &Path, branch: &str, force: bool) -> Result<(), ToolError> {
         let repo = repo.to_path_buf();
-        let branch = branch.to_owned();
+        let refspec = push_refspec(branch, force);
         tokio::task::spawn_blocking(move || {
             if git(&repo, &["remote", "get-url", "origin"], &[]).is_err() {
                 return Ok(());
             }
-            let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
             git(&repo, &["push", "--quiet", "origin", &refspec], &[]).map(|_| ())
         })
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Publisher for GitPushPublisher {
+    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        self.push(repo, branch, false).await
+    }
+
+    async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        self.push(repo, branch, true).await
     }
 }
 
@@ -78,11 +111,10 @@ impl TokenPushPublisher {
     }
 }
 
-#[async_trait]
-impl Publisher for TokenPushPublisher {
-    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+impl TokenPushPublisher {
+    async fn push(&self, repo: &Path, branch: &str, force: bool) -> Result<(), ToolError> {
         let (repo, url, header) = (repo.to_path_buf(), self.url.clone(), self.header.clone());
-        let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        let refspec = push_refspec(branch, force);
         tokio::task::spawn_blocking(move || {
             let env = [
                 ("GIT_CONFIG_COUNT", "1"),
@@ -93,6 +125,17 @@ impl Publisher for TokenPushPublisher {
         })
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Publisher for TokenPushPublisher {
+    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        self.push(repo, branch, false).await
+    }
+
+    async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
+        self.push(repo, branch, true).await
     }
 }
 
@@ -225,12 +268,7 @@ fn commit_tree(
     message: &str,
     author: &CommitAuthor,
 ) -> Result<String, ToolError> {
-    let identity = [
-        ("GIT_AUTHOR_NAME", author.name.as_str()),
-        ("GIT_AUTHOR_EMAIL", author.email.as_str()),
-        ("GIT_COMMITTER_NAME", author.name.as_str()),
-        ("GIT_COMMITTER_EMAIL", author.email.as_str()),
-    ];
+    let identity = author.identity();
     let commit = git(
         repo,
         &[

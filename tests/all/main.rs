@@ -8,6 +8,7 @@ mod cli;
 mod config;
 mod contention;
 mod engine;
+mod fanout;
 mod github;
 mod gitlab;
 mod harness;

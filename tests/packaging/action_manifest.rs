@@ -12,13 +12,14 @@ use serde_json::Value;
 use super::tools::repo_root;
 use replan::config::ACTION_INPUTS;
 
-const OUTPUTS: [&str; 6] = [
+const OUTPUTS: [&str; 7] = [
     "status",
     "plan_version",
     "tasks_done",
     "tasks_total",
     "pull_request",
     "history_commit",
+    "matrix",
 ];
 
 fn manifest_text() -> String {
@@ -233,6 +234,8 @@ fn run_step_hands_inputs_to_the_binary_as_data_and_keeps_job_keys() {
         ("max_subtasks", "7"),
         ("config_path", "ci/replan config.yml"),
         ("anthropic_api_key", "sk-ant-from-input"),
+        ("stage", "subtask"),
+        ("subtask", "task_1"),
     ]
     .into();
     let run = step(&m, "run");
@@ -256,7 +259,10 @@ fn run_step_hands_inputs_to_the_binary_as_data_and_keeps_job_keys() {
     let seen = std::fs::read_to_string(&record).expect("the binary ran");
     assert!(!pwned.exists(), "input text was executed as shell");
     let first = seen.lines().next().unwrap_or_default();
-    assert_eq!(first, "ARGS run --config ci/replan config.yml");
+    assert_eq!(
+        first,
+        "ARGS run --config ci/replan config.yml --stage subtask --subtask task_1"
+    );
     let env: BTreeMap<&str, &str> = seen
         .lines()
         .skip(1)

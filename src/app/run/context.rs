@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub local_dir: Option<PathBuf>,
     /// Split-trust mode: record the forge writes in this directory instead of making them.
     pub bundle: Option<PathBuf>,
+    /// `--stage plan|subtask|join` and its flags: one part of the cycle per CI job.
+    pub stage: crate::app::stage::StageOptions,
 }
 
 /// What every part of the run shares.
@@ -42,6 +44,7 @@ pub(super) struct Ctx {
     pub(super) run_id: String,
     pub(super) started_at: DateTime<Utc>,
     pub(super) bundle: Option<Arc<Recorder>>,
+    pub(super) stage: Option<crate::app::stage::StageRun>,
 }
 
 pub(super) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {

@@ -74,7 +74,14 @@ pub(super) async fn cycle_on_thread(
             corrupt.line_no, corrupt.error
         ));
     }
-    let needs_thread = match &trigger.request {
+    let request = match &ctx.stage {
+        Some(stage) => {
+            stage.check(&loaded.state, thread)?;
+            stage.request(&trigger.request)
+        }
+        None => trigger.request.clone(),
+    };
+    let needs_thread = match &request {
         Request::Start { title, body } => title.trim().is_empty() && body.trim().is_empty(),
         Request::Mention { .. } => true,
         _ => false,
@@ -89,13 +96,7 @@ pub(super) async fn cycle_on_thread(
     } else {
         (String::new(), String::new())
     };
-    let input = match decide(
-        &trigger.request,
-        &trigger.actor.login,
-        &loaded.state,
-        &title,
-        &body,
-    ) {
+    let input = match decide(&request, &trigger.actor.login, &loaded.state, &title, &body) {
         Decided::Run(input) => input,
         Decided::Nothing(reason) => {
             tracing::info!("{thread}: {reason}");
@@ -131,16 +132,39 @@ pub(super) async fn cycle_on_thread(
     if let Some(bundle) = &ctx.bundle {
         tool_context.publisher = bundle.publisher();
     }
-    crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
-    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter {
-        inner: reporter,
+    let (publisher, author) = (tool_context.publisher.clone(), tool_context.author.clone());
+    let checkout = || crate::app::stage::Checkout {
         workspace: ctx.workspace.clone(),
         thread,
-        publisher: tool_context.publisher.clone(),
-        author: tool_context.author.clone(),
-        saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
-        last_save: std::sync::Mutex::new(None),
-    });
+        publisher: publisher.clone(),
+        author: author.clone(),
+    };
+    let loaded = match &ctx.stage {
+        Some(stage) => {
+            crate::app::stage::before_cycle(
+                stage,
+                &checkout(),
+                loaded,
+                backend.as_ref(),
+                &ctx.run_id,
+            )
+            .await?
+        }
+        None => loaded,
+    };
+    crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
+    let reporter: Arc<dyn Reporter> = match &ctx.stage {
+        Some(stage) if !stage.saves_work_branch() => reporter,
+        _ => Arc::new(crate::app::work_branch::WorkBranchReporter {
+            inner: reporter,
+            workspace: ctx.workspace.clone(),
+            thread,
+            publisher: publisher.clone(),
+            author: author.clone(),
+            saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
+            last_save: std::sync::Mutex::new(None),
+        }),
+    };
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
     tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
@@ -173,11 +197,15 @@ pub(super) async fn cycle_on_thread(
         request: RunRequest {
             event: trigger.event.clone(),
             actor: trigger.actor.login.clone(),
-            request: request_name(&trigger.request),
+            request: request_name(&request),
             title: req_title,
             text: req_text,
             run_url: forge.run_url(),
         },
+        scope: ctx
+            .stage
+            .as_ref()
+            .map_or(crate::engine::Scope::Whole, |s| s.scope()),
     };
     ctx.workflow
         .group(&format!("Replan: planning cycle on {thread}"));
@@ -191,6 +219,9 @@ pub(super) async fn cycle_on_thread(
     }
     on_sigterm.abort();
     let history_commit = sink.last_commit();
+    if let (Some(stage), Ok(outcome)) = (&ctx.stage, &result) {
+        crate::app::stage::after_cycle(stage, &ctx.env, checkout(), outcome).await?;
+    }
     match result {
         Ok(outcome) => Ok(ThreadRun {
             outcome: Some(outcome),

@@ -177,7 +177,16 @@ impl World {
         env: &BTreeMap<String, String>,
         args: &[S],
     ) -> std::process::Output {
-        let mut command = Command::cargo_bin("replan").expect("the replan binary");
+        let mut command = Command::from_std(self.command(env));
+        command.args(args);
+        command.timeout(std::time::Duration::from_secs(120));
+        command.output().expect("run replan")
+    }
+
+    /// The binary with only `env` (and PATH, HOME, TMPDIR), as the next workflow run; no
+    /// arguments yet.
+    pub(super) fn command(&self, env: &BTreeMap<String, String>) -> std::process::Command {
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR"] {
             if let Ok(value) = std::env::var(key) {
@@ -190,9 +199,7 @@ impl World {
             command.env("GITHUB_RUN_ID", run.to_string());
         }
         self.runs.set(self.runs.get() + 1);
-        command.args(args);
-        command.timeout(std::time::Duration::from_secs(120));
-        command.output().expect("run replan")
+        command
     }
 
     pub(super) fn outputs(&self) -> BTreeMap<String, String> {
@@ -760,6 +767,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 }
 
 /// Split-trust mode (`--bundle` / `replan publish`) against the same world.
+mod fanout;
 mod split;
 /// The checklist look-up lists the comments; a next link to another origin is refused there
 /// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run

@@ -24,7 +24,7 @@ fn writing_requests(world: &World) -> Vec<String> {
 }
 
 /// A world with alice's issue, ready for a cycle that opens a pull request.
-fn world_with_issue() -> (World, u64) {
+pub(super) fn world_with_issue() -> (World, u64) {
     let world = World::new("");
     world.fake.add_collaborator("alice", "write");
     let number = world
