@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod commands;
 pub mod context;
+pub mod cx;
 pub mod cycle;
 pub mod decide;
 pub mod demo;

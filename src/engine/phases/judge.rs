@@ -3,7 +3,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::judge::{JudgeVerdict, apply_split, decide};
 use crate::history::entry::{EntryBody, JudgeOutcome};
 use crate::plan::{Subtask, TaskState};
