@@ -167,6 +167,7 @@ pub async fn run(mode: PlanningMode) -> (Vec<Prompt>, RunStatus) {
             text: Some(body.clone()),
             run_url: None,
         },
+        workspace: None,
     };
     let input = EngineInput::Start {
         title: TITLE.into(),

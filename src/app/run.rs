@@ -837,6 +837,7 @@ async fn cycle_on_thread(
     // servers start while the registry is built).
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let workspace = tool_context.workspace.clone();
     let tools = build_registry(tool_context).await;
     let sink = Arc::new(HistorySink::new(
         backend.clone(),
@@ -862,6 +863,7 @@ async fn cycle_on_thread(
             text: req_text,
             run_url: forge.run_url(),
         },
+        workspace: Some(workspace),
     };
     ctx.workflow
         .group(&format!("Replan: planning cycle on {thread}"));

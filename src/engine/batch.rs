@@ -42,6 +42,15 @@ impl Batch {
         self.entries.push(entry);
     }
 
+    /// An entry made in another batch (a subtask that ran beside others), renumbered to follow
+    /// this batch's entries; its time stamp stays when it happened.
+    pub fn adopt(&mut self, mut entry: Entry) {
+        entry.seq = self.state.last_seq.saturating_add(1);
+        entry.run_id = self.run_id.clone();
+        apply(&mut self.state, &entry);
+        self.entries.push(entry);
+    }
+
     /// Every LLM call's usage is recorded (SPEC F12 accounting), every HTTP attempt counted.
     pub fn usage(&mut self, usage: UsageTotals) {
         if usage.calls == 0 {

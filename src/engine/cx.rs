@@ -14,6 +14,7 @@ use crate::llm::types::ResponseSchema;
 use crate::llm::{ChatRequest, Llm, LlmError, Message};
 use crate::report::{Notice, Reporter};
 use crate::tools::ToolRegistry;
+use crate::tools::workspace::Workspace;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -32,6 +33,27 @@ pub struct CycleDeps {
     pub prompts: Prompts,
     /// Who asked and what, as recorded in `run_started` (text already sanitized by the trigger).
     pub request: RunRequest,
+    /// The checkout the tools work in; with it, subtasks that can run at the same time do, each
+    /// in its own worktree (`execution.max_parallel`). `None` runs them one after another.
+    pub workspace: Option<Workspace>,
+}
+
+impl CycleDeps {
+    /// The same run with other tools: those of a subtask's own checkout.
+    pub fn with_tools(&self, tools: ToolRegistry) -> CycleDeps {
+        CycleDeps {
+            llm: self.llm.clone(),
+            tools,
+            reporter: self.reporter.clone(),
+            store: self.store.clone(),
+            config: self.config.clone(),
+            clock: self.clock.clone(),
+            run_id: self.run_id.clone(),
+            prompts: self.prompts.clone(),
+            request: self.request.clone(),
+            workspace: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,13 @@
 //! The driver: asks `next_step`, performs it (LLM call, tool calls, notices), appends the step's
 //! entries in one piece, and loops until the cycle finishes or waits for a person.
 
+use super::append::{commit, keep_usage};
 use super::batch::Batch;
 use super::commands;
 pub use super::cx::{Clock, Cx, CycleDeps, CycleError, StepEffects};
-use super::step::{Step, next_step};
-use super::{EngineInput, phases};
+use super::step::{Step, steps_now};
+use super::worktree::Checkouts;
+use super::{EngineInput, parallel, phases};
 use crate::history::SessionState;
 use crate::history::entry::{EntryBody, RunStatus, UsageTotals};
 use crate::llm::LlmError;
@@ -93,12 +95,24 @@ async fn drive(
             return Ok(end);
         }
     }
+    let checkouts = match (deps.config.execution.max_parallel, &deps.workspace) {
+        (2.., Some(workspace)) => Checkouts::new(workspace),
+        _ => None,
+    };
     for _ in 0..MAX_STEPS_PER_RUN {
-        let step = next_step(state, cx.input, &deps.config);
-        tracing::debug!(?step, "next step");
-        if let Step::Finish(status) = step {
-            return Ok(status);
-        }
+        let steps = steps_now(state, cx.input, &deps.config, &[]);
+        tracing::debug!(?steps, "next steps");
+        let step = match (steps.as_slice(), &checkouts) {
+            ([Step::Finish(status)], _) => return Ok(*status),
+            ([step], _) => step.clone(),
+            ([], _) => return Err(CycleError::Fatal("no step to perform".into())),
+            (_, Some(checkouts)) => match parallel::run_wave(cx, checkouts, state).await? {
+                Some(end) => return Ok(end),
+                None => continue,
+            },
+            // Without a git checkout to isolate them, subtasks run one after another.
+            ([first, ..], None) => first.clone(),
+        };
         let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         let effects = match phases::perform(cx, &mut batch, &step).await {
             Ok(effects) => effects,
@@ -121,65 +135,6 @@ async fn drive(
     Err(CycleError::Fatal(format!(
         "the cycle took more than {MAX_STEPS_PER_RUN} steps; stopping"
     )))
-}
-
-/// Append a step's entries, then tell people about it.
-async fn commit(
-    cx: &Cx<'_>,
-    state: &mut SessionState,
-    batch: Batch,
-    notices: Vec<Notice>,
-) -> Result<(), CycleError> {
-    let deps = cx.deps;
-    let before = progress_key(state);
-    deps.store.append(&batch.entries).await?;
-    *state = batch.state;
-    for n in &notices {
-        deps.reporter.notice(state, n).await;
-    }
-    if progress_key(state) != before
-        && let Some(id) = deps.reporter.progress(state).await
-        && state.checklist_comment_id.as_deref() != Some(id.as_str())
-    {
-        let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
-        b.push(EntryBody::Checklist { comment_id: id });
-        deps.store.append(&b.entries).await?;
-        *state = b.state;
-    }
-    Ok(())
-}
-
-/// What the checklist shows; a change means the checklist must be re-rendered.
-fn progress_key(state: &SessionState) -> String {
-    let tasks: Vec<String> = state
-        .tasks
-        .iter()
-        .map(|(k, v)| format!("{k}={:?}", v.state))
-        .collect();
-    format!(
-        "{}|{}|{}|{}",
-        state.plan_version,
-        tasks.join(","),
-        state
-            .plan
-            .as_ref()
-            .map(|p| p.task_decomposition.subtasks.len())
-            .unwrap_or(0),
-        state.completion.is_some()
-    )
-}
-
-/// A step cut short by the budget: its LLM usage is still recorded, nothing else.
-async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Result<(), CycleError> {
-    let mut kept = Batch::new(state, &cx.deps.run_id, cx.deps.clock.clone());
-    for e in batch.entries {
-        if let EntryBody::Usage { .. } = e.body {
-            kept.push(e.body);
-        }
-    }
-    cx.deps.store.append(&kept.entries).await?;
-    *state = kept.state;
-    Ok(())
 }
 
 /// Attempts the metered LLM made that no step recorded (calls that ended in an error, a step

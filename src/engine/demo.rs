@@ -153,6 +153,7 @@ pub async fn run_demo_with(
             text: Some(format!("<issue-body>\n{ISSUE_BODY}\n</issue-body>")),
             run_url: None,
         },
+        workspace: None,
     };
     let outcome = run_cycle(&deps, state, &input).await?;
     tools.mcp.shutdown().await;

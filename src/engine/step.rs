@@ -144,22 +144,53 @@ fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
     Step::CommitPlan
 }
 
+/// What the driver performs now: `next_step`, or, when that is a subtask and
+/// `execution.max_parallel` allows more, every subtask that can run now and is not `busy`
+/// (already running beside others), in plan order, up to `max_parallel` with the busy ones.
+/// Empty when subtasks are busy and no other may start.
+pub fn steps_now(
+    state: &SessionState,
+    input: &EngineInput,
+    cfg: &Config,
+    busy: &[String],
+) -> Vec<Step> {
+    let step = next_step(state, input, cfg);
+    let (Step::Execute(_), Some(plan)) = (&step, &state.plan) else {
+        return if busy.is_empty() { vec![step] } else { vec![] };
+    };
+    let room = (cfg.execution.max_parallel.max(1) as usize).saturating_sub(busy.len());
+    runnable(plan, state)
+        .into_iter()
+        .filter(|id| !busy.contains(id))
+        .take(room)
+        .map(Step::Execute)
+        .collect()
+}
+
 /// The first subtask in dependency order that can run now.
 pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
+    runnable(plan, state).into_iter().next()
+}
+
+/// Every subtask that can run now (its dependencies done), in dependency order.
+pub fn runnable(plan: &Plan, state: &SessionState) -> Vec<String> {
     let order = execution_order(plan);
-    order.into_iter().find(|id| {
-        let runnable = matches!(
-            state.task_state(id),
-            TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
-        );
-        runnable
-            && plan.subtask(id).is_some_and(|t| {
-                t.dependencies.iter().all(|d| {
-                    matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
-                        || plan.subtask(d).is_none()
+    order
+        .into_iter()
+        .filter(|id| {
+            let runnable = matches!(
+                state.task_state(id),
+                TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
+            );
+            runnable
+                && plan.subtask(id).is_some_and(|t| {
+                    t.dependencies.iter().all(|d| {
+                        matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
+                            || plan.subtask(d).is_none()
+                    })
                 })
-            })
-    })
+        })
+        .collect()
 }
 
 /// The plan's execution order, then any subtask it forgot, so nothing is silently skipped.

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct ApplyPatchTool {
     pub workspace: Workspace,
     pub timeout: Duration,
@@ -21,6 +22,16 @@ pub struct ApplyPatchTool {
 
 #[async_trait]
 impl Tool for ApplyPatchTool {
+    fn rooted_at(
+        &self,
+        workspace: &super::workspace::Workspace,
+    ) -> Option<std::sync::Arc<dyn Tool>> {
+        Some(std::sync::Arc::new(ApplyPatchTool {
+            workspace: workspace.clone(),
+            ..self.clone()
+        }))
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "apply_patch".into(),

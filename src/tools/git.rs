@@ -189,9 +189,12 @@ const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
 
 /// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
 /// temporary index so the real one is untouched; `protected` paths keep HEAD's version.
-fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
+pub fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
+    // Parallel subtasks snapshot their worktrees at the same time: one index file each.
+    static NEXT_INDEX: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
-    let index = git_dir.join(format!("replan-index-{}", std::process::id()));
+    let index = git_dir.join(format!("replan-index-{}-{n}", std::process::id()));
     let index_text = index.to_string_lossy().into_owned();
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {

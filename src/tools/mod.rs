@@ -86,6 +86,12 @@ pub trait Tool: Send + Sync {
 
     /// Run with validated-by-the-tool arguments. Tools enforce their own time limits.
     async fn call(&self, arguments: Value) -> ToolResult;
+
+    /// This tool working in another checkout of the workspace (a parallel subtask's worktree);
+    /// `None` for a tool that does not touch the workspace and is shared as it is.
+    fn rooted_at(&self, _workspace: &workspace::Workspace) -> Option<Arc<dyn Tool>> {
+        None
+    }
 }
 
 /// The tools offered in this run, by name.
@@ -101,6 +107,19 @@ impl ToolRegistry {
 
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// The same tools, those that work on files and commands confined to `workspace` instead.
+    pub fn rooted_at(&self, workspace: &workspace::Workspace) -> ToolRegistry {
+        let tools = self
+            .tools
+            .iter()
+            .map(|(name, tool)| {
+                let tool = tool.rooted_at(workspace).unwrap_or_else(|| tool.clone());
+                (name.clone(), tool)
+            })
+            .collect();
+        ToolRegistry { tools }
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

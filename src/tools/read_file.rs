@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct ReadFileTool {
     pub workspace: Workspace,
     pub cap_bytes: usize,
@@ -17,6 +18,16 @@ pub struct ReadFileTool {
 
 #[async_trait]
 impl Tool for ReadFileTool {
+    fn rooted_at(
+        &self,
+        workspace: &super::workspace::Workspace,
+    ) -> Option<std::sync::Arc<dyn Tool>> {
+        Some(std::sync::Arc::new(ReadFileTool {
+            workspace: workspace.clone(),
+            ..self.clone()
+        }))
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

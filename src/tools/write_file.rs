@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct WriteFileTool {
     pub workspace: Workspace,
     pub timeout: Duration,
@@ -16,6 +17,16 @@ pub struct WriteFileTool {
 
 #[async_trait]
 impl Tool for WriteFileTool {
+    fn rooted_at(
+        &self,
+        workspace: &super::workspace::Workspace,
+    ) -> Option<std::sync::Arc<dyn Tool>> {
+        Some(std::sync::Arc::new(WriteFileTool {
+            workspace: workspace.clone(),
+            ..self.clone()
+        }))
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file".into(),

@@ -292,6 +292,7 @@ impl Thread {
             run_id: run_id.into(),
             prompts: Prompts::built_in(),
             request: request_for(input),
+            workspace: None,
         }
     }
 
