@@ -42,19 +42,29 @@ pub async fn run_wave(
     let mut busy: Vec<String> = Vec::new();
     let mut finished: BTreeMap<String, Attempt> = BTreeMap::new();
     loop {
-        let mut started = false;
-        for step in steps_now(state, cx.input, cx.cfg(), &busy) {
+        let mut base = None;
+        // A finished subtask waiting for those before it holds no slot.
+        let room = (cx.cfg().execution.max_parallel as usize).saturating_sub(running.len());
+        for step in steps_now(state, cx.input, cx.cfg(), &busy)
+            .into_iter()
+            .take(room)
+        {
             let Step::Execute(task_id) = step else { break };
-            let worktree = checkouts.open(&task_id).map_err(|e| {
+            let base = match &mut base {
+                Some(base) => base,
+                None => base.insert(checkouts.base().map_err(|e| {
+                    CycleError::Fatal(format!("could not snapshot the workspace: {e}"))
+                })?),
+            };
+            let worktree = checkouts.open(&task_id, base).map_err(|e| {
                 CycleError::Fatal(format!(
                     "could not make a worktree for subtask {task_id}: {e}"
                 ))
             })?;
             busy.push(task_id.clone());
             running.push(attempt(cx, state.clone(), task_id, worktree));
-            started = true;
         }
-        if started {
+        if base.is_some() {
             show_progress(cx, state, Some(&running_shown(state, &busy))).await?;
         }
         let Some(done) = running.next().await else {

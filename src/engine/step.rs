@@ -145,9 +145,9 @@ fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
 }
 
 /// What the driver performs now: `next_step`, or, when that is a subtask and
-/// `execution.max_parallel` allows more, every subtask that can run now and is not `busy`
-/// (already running beside others), in plan order, up to `max_parallel` with the busy ones.
-/// Empty when subtasks are busy and no other may start.
+/// `execution.max_parallel` allows more, the subtasks that can run now and are not `busy`
+/// (started beside others and not yet appended), in plan order, at most `max_parallel`. Empty
+/// when subtasks are busy and no other may start.
 pub fn steps_now(
     state: &SessionState,
     input: &EngineInput,
@@ -158,11 +158,10 @@ pub fn steps_now(
     let (Step::Execute(_), Some(plan)) = (&step, &state.plan) else {
         return if busy.is_empty() { vec![step] } else { vec![] };
     };
-    let room = (cfg.execution.max_parallel.max(1) as usize).saturating_sub(busy.len());
     runnable(plan, state)
         .into_iter()
         .filter(|id| !busy.contains(id))
-        .take(room)
+        .take(cfg.execution.max_parallel.max(1) as usize)
         .map(Step::Execute)
         .collect()
 }

@@ -81,12 +81,18 @@ impl Checkouts {
         .map_err(|e| e.message)
     }
 
-    /// A checkout of the workspace as it is now, for `task_id`.
-    pub fn open(&self, task_id: &str) -> Result<Worktree, String> {
+    /// The workspace's working tree now, as a commit the next checkouts are made from (one for
+    /// all the subtasks that start together).
+    pub fn base(&self) -> Result<String, String> {
+        let repo = self.main.root();
+        let head = git(repo, &["rev-parse", "HEAD"], &[]).map_err(|e| e.message)?;
+        self.snapshot(repo, &head, "replan: parallel subtasks start here")
+    }
+
+    /// A checkout of `base` (see [`Checkouts::base`]) for `task_id`.
+    pub fn open(&self, task_id: &str, base: &str) -> Result<Worktree, String> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let repo = self.main.root().to_path_buf();
-        let head = git(&repo, &["rev-parse", "HEAD"], &[]).map_err(|e| e.message)?;
-        let base = self.snapshot(&repo, &head, &format!("replan: {task_id} starts here"))?;
         let safe: String = task_id
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -99,14 +105,14 @@ impl Checkouts {
         let shown = path.to_string_lossy().into_owned();
         git(
             &repo,
-            &["worktree", "add", "--quiet", "--detach", &shown, &base],
+            &["worktree", "add", "--quiet", "--detach", &shown, base],
             &[],
         )
         .map_err(|e| e.message)?;
         let mut worktree = Worktree {
             repo,
             path: path.clone(),
-            base,
+            base: base.to_owned(),
             workspace: self.main.clone(),
         };
         worktree.workspace = self.main.checkout_at(&path)?;
@@ -118,6 +124,16 @@ impl Checkouts {
     /// the workspace is then left as it was.
     pub fn merge(&self, worktree: &Worktree, task_id: &str) -> Result<(), String> {
         let repo = self.main.root();
+        // Most subtasks that only run commands change nothing: one git process says so.
+        let status = git(
+            &worktree.path,
+            &["status", "--porcelain", "--untracked-files=all"],
+            &[],
+        )
+        .map_err(|e| e.message)?;
+        if status.is_empty() {
+            return Ok(());
+        }
         let done = self.snapshot(
             &worktree.path,
             &worktree.base,
