@@ -6,7 +6,7 @@
 //! indexes (`tools::git::working_tree`), merges with `git merge-tree`, and the merged result is
 //! written to the working tree only, as if the tools had written it there.
 
-use crate::tools::git::{CommitAuthor, git, working_tree};
+use crate::tools::git::{CommitAuthor, commit_object, git, git_output, working_tree};
 use crate::tools::workspace::Workspace;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,31 +54,10 @@ impl Checkouts {
         self.main.protected().entries().to_vec()
     }
 
-    /// The working tree of `repo` as a commit on its HEAD (no branch moves).
+    /// The working tree of `repo` as a commit on `parent` (no branch moves).
     fn snapshot(&self, repo: &Path, parent: &str, message: &str) -> Result<String, String> {
         let tree = working_tree(repo, &self.protected()).map_err(|e| e.message)?;
-        self.commit(repo, &tree, parent, message)
-    }
-
-    fn commit(
-        &self,
-        repo: &Path,
-        tree: &str,
-        parent: &str,
-        message: &str,
-    ) -> Result<String, String> {
-        let identity = [
-            ("GIT_AUTHOR_NAME", self.author.name.as_str()),
-            ("GIT_AUTHOR_EMAIL", self.author.email.as_str()),
-            ("GIT_COMMITTER_NAME", self.author.name.as_str()),
-            ("GIT_COMMITTER_EMAIL", self.author.email.as_str()),
-        ];
-        git(
-            repo,
-            &["commit-tree", tree, "-p", parent, "-m", message],
-            &identity,
-        )
-        .map_err(|e| e.message)
+        commit_object(repo, &tree, parent, message, &self.author).map_err(|e| e.message)
     }
 
     /// The workspace's working tree now, as a commit the next checkouts are made from (one for
@@ -148,7 +127,7 @@ impl Checkouts {
         let head = git(repo, &["rev-parse", "HEAD"], &[]).map_err(|e| e.message)?;
         let now = self.snapshot(repo, &head, "replan: workspace before the merge")?;
         let merge_base = format!("--merge-base={}", worktree.base);
-        let merged = raw_git(
+        let merged = git_output(
             repo,
             &[
                 "merge-tree",
@@ -159,7 +138,9 @@ impl Checkouts {
                 &now,
                 &done,
             ],
-        )?;
+            &[],
+        )
+        .map_err(|e| e.message)?;
         let out = String::from_utf8_lossy(&merged.stdout).into_owned();
         let mut lines = out.lines();
         let tree = lines.next().unwrap_or_default().trim().to_owned();
@@ -180,10 +161,12 @@ impl Checkouts {
                 ));
             }
         }
-        let diff = raw_git(
+        let diff = git_output(
             repo,
             &["diff", "--binary", &format!("{now}^{{tree}}"), &tree],
-        )?;
+            &[],
+        )
+        .map_err(|e| e.message)?;
         if !diff.status.success() || diff.stdout.is_empty() {
             return match diff.status.success() {
                 true => Ok(()),
@@ -201,18 +184,4 @@ impl Checkouts {
         let _ = std::fs::remove_file(&file);
         applied.map(|_| ()).map_err(|e| e.message)
     }
-}
-
-/// git with its output as it is (a patch's trailing blank context line matters).
-fn raw_git(repo: &Path, args: &[&str]) -> Result<std::process::Output, String> {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))
 }

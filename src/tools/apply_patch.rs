@@ -22,15 +22,7 @@ pub struct ApplyPatchTool {
 
 #[async_trait]
 impl Tool for ApplyPatchTool {
-    fn rooted_at(
-        &self,
-        workspace: &super::workspace::Workspace,
-    ) -> Option<std::sync::Arc<dyn Tool>> {
-        Some(std::sync::Arc::new(ApplyPatchTool {
-            workspace: workspace.clone(),
-            ..self.clone()
-        }))
-    }
+    rooted_by_workspace_field!();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

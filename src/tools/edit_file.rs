@@ -17,15 +17,7 @@ pub struct EditFileTool {
 
 #[async_trait]
 impl Tool for EditFileTool {
-    fn rooted_at(
-        &self,
-        workspace: &super::workspace::Workspace,
-    ) -> Option<std::sync::Arc<dyn Tool>> {
-        Some(std::sync::Arc::new(EditFileTool {
-            workspace: workspace.clone(),
-            ..self.clone()
-        }))
-    }
+    rooted_by_workspace_field!();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

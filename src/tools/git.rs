@@ -106,9 +106,13 @@ impl Publisher for NoPublish {
     }
 }
 
-/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
-pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
-    let output = std::process::Command::new("git")
+/// Run git in `repo` and keep its output as it is (a patch's trailing blank line matters).
+pub fn git_output(
+    repo: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<std::process::Output, ToolError> {
+    std::process::Command::new("git")
         .arg("-C")
         .arg(repo)
         .args(args)
@@ -119,7 +123,12 @@ pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, T
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))
+}
+
+/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
+pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
+    let output = git_output(repo, args, env)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     } else {
@@ -228,13 +237,30 @@ fn commit_tree(
     message: &str,
     author: &CommitAuthor,
 ) -> Result<String, ToolError> {
+    let commit = commit_object(repo, tree, parent, message, author)?;
+    git(
+        repo,
+        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
+        &[],
+    )?;
+    Ok(commit)
+}
+
+/// A commit of `tree` on `parent`, on no branch.
+pub fn commit_object(
+    repo: &Path,
+    tree: &str,
+    parent: &str,
+    message: &str,
+    author: &CommitAuthor,
+) -> Result<String, ToolError> {
     let identity = [
         ("GIT_AUTHOR_NAME", author.name.as_str()),
         ("GIT_AUTHOR_EMAIL", author.email.as_str()),
         ("GIT_COMMITTER_NAME", author.name.as_str()),
         ("GIT_COMMITTER_EMAIL", author.email.as_str()),
     ];
-    let commit = git(
+    git(
         repo,
         &[
             "commit-tree",
@@ -245,13 +271,7 @@ fn commit_tree(
             &crate::outbound::redact(message),
         ],
         &identity,
-    )?;
-    git(
-        repo,
-        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
-        &[],
-    )?;
-    Ok(commit)
+    )
 }
 
 /// Record the working tree on `branch` (on top of its tip, else of HEAD) without touching the

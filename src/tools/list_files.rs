@@ -33,15 +33,7 @@ pub fn walker(start: &Path) -> ignore::WalkBuilder {
 
 #[async_trait]
 impl Tool for ListFilesTool {
-    fn rooted_at(
-        &self,
-        workspace: &super::workspace::Workspace,
-    ) -> Option<std::sync::Arc<dyn Tool>> {
-        Some(std::sync::Arc::new(ListFilesTool {
-            workspace: workspace.clone(),
-            ..self.clone()
-        }))
-    }
+    rooted_by_workspace_field!();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

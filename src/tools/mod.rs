@@ -1,5 +1,19 @@
 //! Tools the model can call during execution, behind one trait, collected in a registry.
 
+/// `Tool::rooted_at` for a tool whose only tie to the checkout is its `workspace` field.
+macro_rules! rooted_by_workspace_field {
+    () => {
+        fn rooted_at(
+            &self,
+            workspace: &$crate::tools::workspace::Workspace,
+        ) -> Option<std::sync::Arc<dyn $crate::tools::Tool>> {
+            let mut tool = self.clone();
+            tool.workspace = workspace.clone();
+            Some(std::sync::Arc::new(tool))
+        }
+    };
+}
+
 pub mod apply_patch;
 pub mod args;
 pub mod blocking;

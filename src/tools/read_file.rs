@@ -18,15 +18,7 @@ pub struct ReadFileTool {
 
 #[async_trait]
 impl Tool for ReadFileTool {
-    fn rooted_at(
-        &self,
-        workspace: &super::workspace::Workspace,
-    ) -> Option<std::sync::Arc<dyn Tool>> {
-        Some(std::sync::Arc::new(ReadFileTool {
-            workspace: workspace.clone(),
-            ..self.clone()
-        }))
-    }
+    rooted_by_workspace_field!();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

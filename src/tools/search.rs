@@ -24,15 +24,7 @@ pub struct SearchTool {
 
 #[async_trait]
 impl Tool for SearchTool {
-    fn rooted_at(
-        &self,
-        workspace: &super::workspace::Workspace,
-    ) -> Option<std::sync::Arc<dyn Tool>> {
-        Some(std::sync::Arc::new(SearchTool {
-            workspace: workspace.clone(),
-            ..self.clone()
-        }))
-    }
+    rooted_by_workspace_field!();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

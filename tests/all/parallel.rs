@@ -96,6 +96,28 @@ fn run(
     command.output().unwrap()
 }
 
+/// A run that exits 0, with what it left behind.
+struct Ran {
+    entries: Vec<Entry>,
+    checkout: TestRepo,
+    _origin: TestRepo,
+    _dir: TempDir,
+}
+
+fn run_ok(plan: &str, extra: &[&str]) -> Ran {
+    let llm = LlmServer::start(scenario(plan));
+    let (origin, checkout) = repo();
+    let dir = TempDir::new().unwrap();
+    let out = run(&llm, &checkout, &dir, extra);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Ran {
+        entries: history(&dir),
+        checkout,
+        _origin: origin,
+        _dir: dir,
+    }
+}
+
 fn history(dir: &TempDir) -> Vec<Entry> {
     let path = dir.path().join("planning_history/issues/7.jsonl");
     let parsed = jsonl::parse(&std::fs::read_to_string(path).unwrap());
@@ -141,18 +163,11 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn four_independent_sleeps_run_at_the_same_time_and_the_run_completes() {
-    let llm = LlmServer::start(scenario(&sleeping_plan(4, SMALL)));
-    let (_origin, checkout) = repo();
-    let dir = TempDir::new().unwrap();
-    let out = run(
-        &llm,
-        &checkout,
-        &dir,
+    let ran = run_ok(
+        &sleeping_plan(4, SMALL),
         &["--set", "execution.max_parallel=4"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-
-    let entries = history(&dir);
+    let entries = ran.entries;
     assert_eq!(finished_status(&entries), RunStatus::Completed);
     let spans = action_spans(&entries, "run_command");
     let mut tasks: Vec<&str> = spans.iter().map(|(t, _, _)| t.as_str()).collect();
@@ -183,17 +198,11 @@ fn four_independent_sleeps_run_at_the_same_time_and_the_run_completes() {
 
 #[test]
 fn with_max_parallel_1_the_sleeps_run_one_after_another_in_plan_order() {
-    let llm = LlmServer::start(scenario(&sleeping_plan(2, SMALL)));
-    let (_origin, checkout) = repo();
-    let dir = TempDir::new().unwrap();
-    let out = run(
-        &llm,
-        &checkout,
-        &dir,
+    let ran = run_ok(
+        &sleeping_plan(2, SMALL),
         &["--set", "execution.max_parallel=1"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let entries = history(&dir);
+    let entries = ran.entries;
     assert_eq!(finished_status(&entries), RunStatus::Completed);
     let spans = action_spans(&entries, "run_command");
     let order: Vec<&str> = spans.iter().map(|(t, _, _)| t.as_str()).collect();
@@ -229,12 +238,9 @@ fn writing_plan(first: (&str, &str), second: (&str, &str), redo: (&str, &str)) -
 #[test]
 fn two_parallel_subtasks_writing_different_files_both_reach_the_workspace() {
     let plan = writing_plan(("a.txt", "alpha"), ("b.txt", "beta"), ("unused.txt", "x"));
-    let llm = LlmServer::start(scenario(&plan));
-    let (_origin, checkout) = repo();
-    let dir = TempDir::new().unwrap();
-    let out = run(&llm, &checkout, &dir, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(finished_status(&history(&dir)), RunStatus::Completed);
+    let ran = run_ok(&plan, &[]);
+    let checkout = &ran.checkout;
+    assert_eq!(finished_status(&ran.entries), RunStatus::Completed);
     assert_eq!(checkout.read("a.txt"), "alpha");
     assert_eq!(checkout.read("b.txt"), "beta");
     assert!(!checkout.path().join("unused.txt").exists());
@@ -250,13 +256,8 @@ fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_first_change_stay
         ("same.txt", "two"),
         ("two.txt", "redone"),
     );
-    let llm = LlmServer::start(scenario(&plan));
-    let (_origin, checkout) = repo();
-    let dir = TempDir::new().unwrap();
-    let out = run(&llm, &checkout, &dir, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-
-    let entries = history(&dir);
+    let ran = run_ok(&plan, &[]);
+    let (entries, checkout) = (ran.entries, ran.checkout);
     let merge_failures: Vec<(String, String)> = entries
         .iter()
         .filter_map(|e| match &e.body {

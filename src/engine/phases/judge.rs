@@ -133,26 +133,33 @@ pub async fn judge_task(
     {
         return Ok(());
     }
+    set_state(batch, task_id, state, note, fx);
+    Ok(())
+}
+
+/// The subtask's new state; a blocked one tells people how to go on.
+fn set_state(
+    batch: &mut Batch,
+    task_id: &str,
+    state: TaskState,
+    note: String,
+    fx: &mut StepEffects,
+) {
+    if state == TaskState::Blocked {
+        fx.notices.push(Notice::HumanNeeded {
+            reason: format!("Subtask {task_id} is blocked: {note}"),
+            recommendations: vec![
+                "Comment `/resume` to retry blocked tasks".into(),
+                "or `/replan tasks <reason>` to change the plan".into(),
+            ],
+        });
+    }
     batch.push(EntryBody::TaskState {
         task_id: task_id.to_string(),
         state,
         replanning_info: None,
-        note: Some(note.clone()),
+        note: Some(note),
     });
-    if state == TaskState::Blocked {
-        fx.notices.push(blocked_notice(task_id, &note));
-    }
-    Ok(())
-}
-
-fn blocked_notice(task_id: &str, note: &str) -> Notice {
-    Notice::HumanNeeded {
-        reason: format!("Subtask {task_id} is blocked: {note}"),
-        recommendations: vec![
-            "Comment `/resume` to retry blocked tasks".into(),
-            "or `/replan tasks <reason>` to change the plan".into(),
-        ],
-    }
 }
 
 /// A subtask that ran beside others and whose changes conflict with those merged before it:
@@ -188,15 +195,7 @@ pub fn merge_failed(batch: &mut Batch, task_id: &str, message: &str, fx: &mut St
         reason: note.clone(),
         missing_requirements: vec![],
     });
-    batch.push(EntryBody::TaskState {
-        task_id: task_id.to_string(),
-        state,
-        replanning_info: None,
-        note: Some(note.clone()),
-    });
-    if state == TaskState::Blocked {
-        fx.notices.push(blocked_notice(task_id, &note));
-    }
+    set_state(batch, task_id, state, note, fx);
 }
 
 #[allow(clippy::too_many_arguments)]
