@@ -17,12 +17,17 @@ use crate::support::llm_server::LlmServer;
 /// A folded final report: the subtask is done.
 const REPORT: &str = r#"{"report": "Done.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}, "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []}, "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}"#;
 
-/// A plan of `n` independent subtasks (`task_1`..), each using `tool`.
-fn plan_step(n: usize, tool: &str, usage: &str) -> String {
+/// A plan of `n` subtasks (`task_1`..), each using `tool`; with `chain` each needs the one
+/// before it, else they are independent.
+fn plan_step(n: usize, tool: &str, usage: &str, chain: bool) -> String {
     let subtasks: Vec<String> = (1..=n)
         .map(|i| {
+            let needs = match (chain, i) {
+                (true, 2..) => format!("\"task_{}\"", i - 1),
+                _ => String::new(),
+            };
             format!(
-                r#"{{"id": "task_{i}", "description": "Part {i}", "dependencies": [], "estimated_complexity": "low", "required_tools": ["{tool}"]}}"#
+                r#"{{"id": "task_{i}", "description": "Part {i}", "dependencies": [{needs}], "estimated_complexity": "low", "required_tools": ["{tool}"]}}"#
             )
         })
         .collect();
@@ -60,10 +65,14 @@ fn execute_step(contains: &str, tool_call: Option<&str>, usage: &str) -> String 
 
 const SMALL: &str = "{ prompt_tokens: 10, completion_tokens: 0 }";
 
-/// `n` subtasks that each run `sleep 2` and then report done.
+/// `n` independent subtasks that each run `sleep 2` and then report done.
 fn sleeping_plan(n: usize, first_turn_usage: &str) -> String {
+    sleeping_steps(n, first_turn_usage, false)
+}
+
+fn sleeping_steps(n: usize, first_turn_usage: &str, chain: bool) -> String {
     let mut steps = String::from("steps:\n");
-    steps.push_str(&plan_step(n, "run_command", SMALL));
+    steps.push_str(&plan_step(n, "run_command", SMALL, chain));
     for _ in 0..n {
         steps.push_str(&execute_step("exited with status 0", None, SMALL));
     }
@@ -210,13 +219,28 @@ fn with_max_parallel_1_the_sleeps_run_one_after_another_in_plan_order() {
     assert!(spans[0].2 <= spans[1].1, "{spans:?}");
 }
 
+#[test]
+fn a_dependency_chain_stays_sequential_with_max_parallel_4() {
+    let ran = run_ok(
+        &sleeping_steps(3, SMALL, true),
+        &["--set", "execution.max_parallel=4"],
+    );
+    assert_eq!(finished_status(&ran.entries), RunStatus::Completed);
+    let spans = action_spans(&ran.entries, "run_command");
+    let order: Vec<&str> = spans.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(order, ["task_1", "task_2", "task_3"]);
+    for pair in spans.windows(2) {
+        assert!(pair[0].2 <= pair[1].1, "{spans:?}");
+    }
+}
+
 /// Two subtasks writing files: `first` and `second` are what task_1 and task_2 write.
 fn writing_plan(first: (&str, &str), second: (&str, &str), redo: (&str, &str)) -> String {
     let call = |(path, content): (&str, &str)| {
         format!(r#"{{ name: write_file, arguments: {{ path: "{path}", content: "{content}" }} }}"#)
     };
     let mut steps = String::from("steps:\n");
-    steps.push_str(&plan_step(2, "write_file", SMALL));
+    steps.push_str(&plan_step(2, "write_file", SMALL, false));
     for _ in 0..3 {
         steps.push_str(&execute_step("created `", None, SMALL));
     }
