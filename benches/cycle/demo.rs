@@ -168,6 +168,7 @@ pub async fn run(mode: PlanningMode) -> (Vec<Prompt>, RunStatus) {
             run_url: None,
         },
         scope: replan::engine::Scope::Whole,
+        workspace: None,
     };
     let input = EngineInput::Start {
         title: TITLE.into(),

@@ -45,6 +45,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "replanning",
     "llm",
     "tools",
+    "execution",
     "mcp_servers",
     "history",
     "github",

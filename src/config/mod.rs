@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod decode;
 mod env;
 mod error;
+mod execution;
 mod explain;
 mod file;
 mod forge;
@@ -34,6 +35,7 @@ mod validate;
 
 pub use env::{GENERIC_PREFIX, SEED_ENV_VARS};
 pub use error::ConfigError;
+pub use execution::ExecutionConfig;
 pub use explain::{explain_json, explain_text, leaves};
 pub use file::REPO_FILE_CANDIDATES;
 pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
@@ -68,6 +70,7 @@ pub struct Config {
     pub replanning: TaskReplanningConfig,
     pub llm: LlmConfig,
     pub tools: ToolsConfig,
+    pub execution: ExecutionConfig,
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     pub history: HistoryConfig,
     pub github: ForgeTriggerConfig,

@@ -262,6 +262,8 @@ fn problems(c: &Config) -> Vec<Problem> {
         );
     }
 
+    k.at_least_one("execution.max_parallel", c.execution.max_parallel);
+
     let h = &c.history;
     k.at_least_one("history.retention_days", h.retention_days);
     k.at_least_one("history.commit_every", h.commit_every);

@@ -1,9 +1,13 @@
 //! The entries of one step, applied to a scratch copy of the state as they are made so the step
 //! sees its own effects, and appended together at the end of the step.
 
-use super::cycle::Clock;
 use crate::history::entry::{Entry, EntryBody, UsageTotals};
 use crate::history::{SCHEMA_VERSION, SessionState, apply};
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+/// When an entry happened; injected so tests and replays control time.
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 pub struct Batch {
     pub state: SessionState,
@@ -34,6 +38,15 @@ impl Batch {
             run_id: self.run_id.clone(),
             body,
         };
+        apply(&mut self.state, &entry);
+        self.entries.push(entry);
+    }
+
+    /// An entry made in another batch (a subtask that ran beside others), renumbered to follow
+    /// this batch's entries; its time stamp stays when it happened.
+    pub fn adopt(&mut self, mut entry: Entry) {
+        entry.seq = self.state.last_seq.saturating_add(1);
+        entry.run_id = self.run_id.clone();
         apply(&mut self.state, &entry);
         self.entries.push(entry);
     }

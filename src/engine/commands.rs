@@ -3,7 +3,7 @@
 
 use super::EngineInput;
 use super::batch::Batch;
-use super::cycle::{Cx, CycleError, StepEffects};
+use super::cx::{Cx, CycleError, StepEffects};
 use crate::history::entry::{
     ApprovalDecision, DecisionRecord, DecisionResult, EntryBody, RunStatus,
 };

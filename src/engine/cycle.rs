@@ -1,46 +1,21 @@
 //! The driver: asks `next_step`, performs it (LLM call, tool calls, notices), appends the step's
 //! entries in one piece, and loops until the cycle finishes or waits for a person.
 
+use super::append::{commit, keep_usage};
 use super::batch::Batch;
 use super::commands;
-use super::journal::EntrySink;
-use super::prompts::{PromptError, Prompts};
-use super::step::{Step, next_step};
-use super::{EngineInput, phases};
-use crate::config::Config;
-use crate::history::entry::{EntryBody, RunRequest, RunStatus, UsageTotals};
-use crate::history::{HistoryError, SessionState};
-use crate::llm::structured::{StructuredFailure, StructuredOptions, ask_json, schema_for};
-use crate::llm::types::ResponseSchema;
-use crate::llm::{ChatRequest, Llm, LlmError, Message};
-use crate::report::{Notice, Reporter};
-use crate::tools::ToolRegistry;
-use chrono::{DateTime, Utc};
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use std::sync::Arc;
+pub use super::cx::{Clock, Cx, CycleDeps, CycleError, StepEffects};
+use super::step::{Step, next_step, steps_now};
+use super::worktree::Checkouts;
+use super::{EngineInput, parallel, phases};
+use crate::history::SessionState;
+use crate::history::entry::{EntryBody, RunStatus, UsageTotals};
+use crate::llm::LlmError;
+use crate::report::Notice;
 
 /// A cycle that takes more steps than this is going round in circles (every replan path is
 /// bounded by limits well below it); stop it as a fatal error rather than burn the budget.
 const MAX_STEPS_PER_RUN: usize = 500;
-
-pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
-
-pub struct CycleDeps {
-    pub llm: Arc<dyn Llm>,
-    pub tools: ToolRegistry,
-    pub reporter: Arc<dyn Reporter>,
-    pub store: Arc<dyn EntrySink>,
-    pub config: Config,
-    pub clock: Clock,
-    /// The seed's task uuid for this run (`<ci run id>-<attempt>`).
-    pub run_id: String,
-    pub prompts: Prompts,
-    /// Who asked and what, as recorded in `run_started` (text already sanitized by the trigger).
-    pub request: RunRequest,
-    /// How much of the cycle this process runs (`replan run --stage`).
-    pub scope: super::Scope,
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CycleOutcome {
@@ -51,113 +26,6 @@ pub struct CycleOutcome {
     pub pull_request: Option<String>,
     /// The state after the run, as replayed from what was appended.
     pub state: SessionState,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CycleError {
-    #[error("could not write the history: {0}")]
-    History(#[from] HistoryError),
-    #[error("LLM call failed: {0}")]
-    Llm(#[from] LlmError),
-    #[error("{0}")]
-    Prompt(#[from] PromptError),
-    #[error("{0}")]
-    Fatal(String),
-}
-
-/// What a performed step wants besides its entries.
-#[derive(Debug, Default)]
-pub struct StepEffects {
-    pub notices: Vec<Notice>,
-    /// End the run now with this status (the step already recorded why).
-    pub end: Option<RunStatus>,
-}
-
-impl StepEffects {
-    pub fn notice(mut self, n: Notice) -> Self {
-        self.notices.push(n);
-        self
-    }
-}
-
-/// What every step needs: the dependencies and helpers for LLM calls.
-pub struct Cx<'a> {
-    pub deps: &'a CycleDeps,
-    pub input: &'a EngineInput,
-}
-
-impl Cx<'_> {
-    pub fn cfg(&self) -> &Config {
-        &self.deps.config
-    }
-
-    /// Fills a template; `{example_tool}` is always a real tool of this run, because a small
-    /// model copies example values literally.
-    pub fn render(&self, name: &str, values: &[(&str, &str)]) -> Result<String, CycleError> {
-        let example = super::context::example_tool(&self.deps.tools);
-        let mut all = values.to_vec();
-        all.push(("example_tool", &example));
-        Ok(self.deps.prompts.render(name, &all)?)
-    }
-
-    pub fn request(&self, purpose: &str, prompt: String) -> Result<ChatRequest, CycleError> {
-        Ok(ChatRequest {
-            system: super::context::system_prompt(&self.deps.prompts, &self.deps.config)?,
-            messages: vec![Message::user(prompt)],
-            max_tokens: Some(self.cfg().llm.max_output_tokens.for_purpose(purpose)),
-            purpose: purpose.to_string(),
-            cache_key: Some(format!("replan-{}", self.deps.run_id)),
-            ..ChatRequest::default()
-        })
-    }
-
-    /// A structured call: usage is recorded; an unusable reply (after one re-ask) comes back as
-    /// `Err(StructuredFailure)` for the caller's fallback.
-    pub async fn ask<T: DeserializeOwned + JsonSchema>(
-        &self,
-        batch: &mut Batch,
-        purpose: &str,
-        prompt: String,
-    ) -> Result<Result<T, StructuredFailure>, CycleError> {
-        let mut request = self.request(purpose, prompt)?;
-        request.response_schema = Some(compact_schema(schema_for::<T>()));
-        let opts = StructuredOptions {
-            output_ceiling: self.cfg().llm.max_output_tokens.ceiling,
-            tool_names: self.deps.tools.names().map(str::to_string).collect(),
-            ..StructuredOptions::default()
-        };
-        let reply = ask_json::<T>(self.deps.llm.as_ref(), request, &opts).await?;
-        batch.usage(reply.totals());
-        Ok(reply.value)
-    }
-}
-
-/// The schema without its `description`s and `title`s: the prompt's own reply example explains
-/// the fields, and every call would otherwise pay for the doc comments again (issue 15).
-fn compact_schema(mut schema: ResponseSchema) -> ResponseSchema {
-    fn strip(value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::Object(map) => {
-                // Only keyword positions: a property may itself be named `description`.
-                for key in ["description", "title"] {
-                    if map.get(key).is_some_and(serde_json::Value::is_string) {
-                        map.remove(key);
-                    }
-                }
-                for (key, v) in map.iter_mut() {
-                    if key != "properties" {
-                        strip(v);
-                    } else if let serde_json::Value::Object(props) = v {
-                        props.values_mut().for_each(strip);
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut schema.schema);
-    schema
 }
 
 /// Run one cycle on a thread whose history replays to `state`.
@@ -227,14 +95,31 @@ async fn drive(
             return Ok(end);
         }
     }
+    let checkouts = match (deps.config.execution.max_parallel, &deps.workspace) {
+        (2.., Some(workspace)) => Checkouts::new(workspace),
+        _ => None,
+    };
     for _ in 0..MAX_STEPS_PER_RUN {
-        let step = deps
-            .scope
-            .limit(next_step(state, cx.input, &deps.config), state);
-        tracing::debug!(?step, "next step");
-        if let Step::Finish(status) = step {
-            return Ok(status);
-        }
+        let steps = match deps.scope {
+            // A stage job runs one part of the cycle, one step at a time.
+            super::Scope::Whole => steps_now(state, cx.input, &deps.config, &[]),
+            _ => vec![
+                deps.scope
+                    .limit(next_step(state, cx.input, &deps.config), state),
+            ],
+        };
+        tracing::debug!(?steps, "next steps");
+        let step = match (steps.as_slice(), &checkouts) {
+            ([Step::Finish(status)], _) => return Ok(*status),
+            ([step], _) => step.clone(),
+            ([], _) => return Err(CycleError::Fatal("no step to perform".into())),
+            (_, Some(checkouts)) => match parallel::run_wave(cx, checkouts, state).await? {
+                Some(end) => return Ok(end),
+                None => continue,
+            },
+            // Without a git checkout to isolate them, subtasks run one after another.
+            ([first, ..], None) => first.clone(),
+        };
         let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         let effects = match phases::perform(cx, &mut batch, &step).await {
             Ok(effects) => effects,
@@ -257,65 +142,6 @@ async fn drive(
     Err(CycleError::Fatal(format!(
         "the cycle took more than {MAX_STEPS_PER_RUN} steps; stopping"
     )))
-}
-
-/// Append a step's entries, then tell people about it.
-async fn commit(
-    cx: &Cx<'_>,
-    state: &mut SessionState,
-    batch: Batch,
-    notices: Vec<Notice>,
-) -> Result<(), CycleError> {
-    let deps = cx.deps;
-    let before = progress_key(state);
-    deps.store.append(&batch.entries).await?;
-    *state = batch.state;
-    for n in &notices {
-        deps.reporter.notice(state, n).await;
-    }
-    if progress_key(state) != before
-        && let Some(id) = deps.reporter.progress(state).await
-        && state.checklist_comment_id.as_deref() != Some(id.as_str())
-    {
-        let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());
-        b.push(EntryBody::Checklist { comment_id: id });
-        deps.store.append(&b.entries).await?;
-        *state = b.state;
-    }
-    Ok(())
-}
-
-/// What the checklist shows; a change means the checklist must be re-rendered.
-fn progress_key(state: &SessionState) -> String {
-    let tasks: Vec<String> = state
-        .tasks
-        .iter()
-        .map(|(k, v)| format!("{k}={:?}", v.state))
-        .collect();
-    format!(
-        "{}|{}|{}|{}",
-        state.plan_version,
-        tasks.join(","),
-        state
-            .plan
-            .as_ref()
-            .map(|p| p.task_decomposition.subtasks.len())
-            .unwrap_or(0),
-        state.completion.is_some()
-    )
-}
-
-/// A step cut short by the budget: its LLM usage is still recorded, nothing else.
-async fn keep_usage(cx: &Cx<'_>, state: &mut SessionState, batch: Batch) -> Result<(), CycleError> {
-    let mut kept = Batch::new(state, &cx.deps.run_id, cx.deps.clock.clone());
-    for e in batch.entries {
-        if let EntryBody::Usage { .. } = e.body {
-            kept.push(e.body);
-        }
-    }
-    cx.deps.store.append(&kept.entries).await?;
-    *state = kept.state;
-    Ok(())
 }
 
 /// Attempts the metered LLM made that no step recorded (calls that ended in an error, a step

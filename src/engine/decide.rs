@@ -3,7 +3,7 @@
 //! executed, and record exactly what was decided and done as a `replan_decision` entry.
 
 use super::batch::Batch;
-use super::cycle::{Cx, CycleError};
+use super::cx::{Cx, CycleError};
 use super::phases::complete::human_needed;
 use super::replan::{
     Assessment, Escalation, EscalationPolicy, EscalationStep, ReplanCounters, assess,

@@ -154,6 +154,7 @@ pub async fn run_demo_with(
             run_url: None,
         },
         scope: crate::engine::Scope::Whole,
+        workspace: None,
     };
     let outcome = run_cycle(&deps, state, &input).await?;
     tools.mcp.shutdown().await;

@@ -3,9 +3,11 @@
 //! `step::next_step` decides what to do from the replayed state alone; `cycle::run_cycle` performs
 //! the steps and appends their entries, so resume is just replay.
 
+pub mod append;
 pub mod batch;
 pub mod commands;
 pub mod context;
+pub mod cx;
 pub mod cycle;
 pub mod decide;
 pub mod demo;
@@ -13,12 +15,14 @@ pub mod folded;
 pub mod input;
 pub mod journal;
 pub mod judge;
+pub mod parallel;
 pub mod phases;
 pub mod prompts;
 pub mod refine;
 pub mod replan;
 pub mod scope;
 pub mod step;
+pub mod worktree;
 
 pub use cycle::{CycleDeps, CycleError, CycleOutcome, run_cycle};
 pub use input::EngineInput;

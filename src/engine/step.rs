@@ -144,6 +144,28 @@ fn planning_step(w: &PlanningWork, cfg: &Config) -> Step {
     Step::CommitPlan
 }
 
+/// What the driver performs now: `next_step`, or, when that is a subtask and
+/// `execution.max_parallel` allows more, the subtasks that can run now and are not `busy`
+/// (started beside others and not yet appended), in plan order, at most `max_parallel`. Empty
+/// when subtasks are busy and no other may start.
+pub fn steps_now(
+    state: &SessionState,
+    input: &EngineInput,
+    cfg: &Config,
+    busy: &[String],
+) -> Vec<Step> {
+    let step = next_step(state, input, cfg);
+    let (Step::Execute(_), Some(plan)) = (&step, &state.plan) else {
+        return if busy.is_empty() { vec![step] } else { vec![] };
+    };
+    runnable(plan, state)
+        .into_iter()
+        .filter(|id| !busy.contains(id))
+        .take(cfg.execution.max_parallel.max(1) as usize)
+        .map(Step::Execute)
+        .collect()
+}
+
 /// The first subtask in dependency order that can run now.
 pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
     runnable(plan, state).into_iter().next()

@@ -23,6 +23,9 @@ pub struct Budgeted {
     started: Instant,
     totals: Mutex<UsageTotals>,
     unpriced_models: Mutex<BTreeSet<String>>,
+    /// Held for the whole call when a token or cost limit is set: parallel subtasks share the
+    /// budget, and a limit is only checked exactly with no other call in flight.
+    metered_turn: tokio::sync::Mutex<()>,
 }
 
 /// The price of `model`: an exact key, else the longest key the model name starts with
@@ -77,6 +80,7 @@ impl Budgeted {
             started: Instant::now(),
             totals: Mutex::new(UsageTotals::default()),
             unpriced_models: Mutex::new(BTreeSet::new()),
+            metered_turn: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -148,6 +152,11 @@ impl Llm for Budgeted {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let spend_limited = self.limits.max_tokens.is_some() || self.limits.max_cost_usd.is_some();
+        let _turn = match spend_limited {
+            true => Some(self.metered_turn.lock().await),
+            false => None,
+        };
         if let Some(which) = self.exhausted() {
             tracing::warn!(purpose = %request.purpose, limit = %which, "LLM budget exhausted; refusing the call");
             return Err(LlmError::BudgetExhausted(which));

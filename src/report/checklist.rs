@@ -49,7 +49,7 @@ fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
     let (mark, suffix) = match state {
         TaskState::Done => ("x", ""),
         TaskState::Ready => (" ", ""),
-        TaskState::Running => (" ", " ⏳ *in progress*"),
+        TaskState::Running => (" ", " 🔄 *running*"),
         TaskState::NeedsContinuation => (" ", " 🔁 *continuing*"),
         TaskState::Blocked => (" ", " ⛔ *blocked*"),
         TaskState::Cancelled => (" ", " *cancelled*"),

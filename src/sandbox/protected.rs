@@ -52,6 +52,14 @@ impl ProtectedPaths {
         }
     }
 
+    /// The same relative entries for a checkout of the workspace at `root` (canonical).
+    pub fn rebased(&self, root: &Path) -> Self {
+        ProtectedPaths {
+            root: root.to_path_buf(),
+            entries: self.entries.clone(),
+        }
+    }
+
     /// Adds `path` (absolute, or relative to the root) when it lies inside the workspace;
     /// `dir` marks a directory.
     pub fn add(&mut self, path: &Path, dir: bool) {

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct ApplyPatchTool {
     pub workspace: Workspace,
     pub timeout: Duration,
@@ -21,6 +22,8 @@ pub struct ApplyPatchTool {
 
 #[async_trait]
 impl Tool for ApplyPatchTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "apply_patch".into(),

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct EditFileTool {
     pub workspace: Workspace,
     pub timeout: Duration,
@@ -16,6 +17,8 @@ pub struct EditFileTool {
 
 #[async_trait]
 impl Tool for EditFileTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit_file".into(),

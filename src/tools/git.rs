@@ -149,9 +149,13 @@ impl Publisher for NoPublish {
     }
 }
 
-/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
-pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
-    let output = std::process::Command::new("git")
+/// Run git in `repo` and keep its output as it is (a patch's trailing blank line matters).
+pub fn git_output(
+    repo: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<std::process::Output, ToolError> {
+    std::process::Command::new("git")
         .arg("-C")
         .arg(repo)
         .args(args)
@@ -162,7 +166,12 @@ pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, T
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))
+}
+
+/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
+pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
+    let output = git_output(repo, args, env)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     } else {
@@ -232,9 +241,12 @@ const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
 
 /// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
 /// temporary index so the real one is untouched; `protected` paths keep HEAD's version.
-fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
+pub fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
+    // Parallel subtasks snapshot their worktrees at the same time: one index file each.
+    static NEXT_INDEX: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
-    let index = git_dir.join(format!("replan-index-{}", std::process::id()));
+    let index = git_dir.join(format!("replan-index-{}-{n}", std::process::id()));
     let index_text = index.to_string_lossy().into_owned();
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {
@@ -268,8 +280,25 @@ fn commit_tree(
     message: &str,
     author: &CommitAuthor,
 ) -> Result<String, ToolError> {
+    let commit = commit_object(repo, tree, parent, message, author)?;
+    git(
+        repo,
+        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
+        &[],
+    )?;
+    Ok(commit)
+}
+
+/// A commit of `tree` on `parent`, on no branch.
+pub fn commit_object(
+    repo: &Path,
+    tree: &str,
+    parent: &str,
+    message: &str,
+    author: &CommitAuthor,
+) -> Result<String, ToolError> {
     let identity = author.identity();
-    let commit = git(
+    git(
         repo,
         &[
             "commit-tree",
@@ -280,13 +309,7 @@ fn commit_tree(
             &crate::outbound::redact(message),
         ],
         &identity,
-    )?;
-    git(
-        repo,
-        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
-        &[],
-    )?;
-    Ok(commit)
+    )
 }
 
 /// Record the working tree on `branch` (on top of its tip, else of HEAD) without touching the

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct ListFilesTool {
     pub workspace: Workspace,
     pub max_results: usize,
@@ -32,6 +33,8 @@ pub fn walker(start: &Path) -> ignore::WalkBuilder {
 
 #[async_trait]
 impl Tool for ListFilesTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_files".into(),

@@ -1,5 +1,19 @@
 //! Tools the model can call during execution, behind one trait, collected in a registry.
 
+/// `Tool::rooted_at` for a tool whose only tie to the checkout is its `workspace` field.
+macro_rules! rooted_by_workspace_field {
+    () => {
+        fn rooted_at(
+            &self,
+            workspace: &$crate::tools::workspace::Workspace,
+        ) -> Option<std::sync::Arc<dyn $crate::tools::Tool>> {
+            let mut tool = self.clone();
+            tool.workspace = workspace.clone();
+            Some(std::sync::Arc::new(tool))
+        }
+    };
+}
+
 pub mod apply_patch;
 pub mod args;
 pub mod blocking;
@@ -86,6 +100,12 @@ pub trait Tool: Send + Sync {
 
     /// Run with validated-by-the-tool arguments. Tools enforce their own time limits.
     async fn call(&self, arguments: Value) -> ToolResult;
+
+    /// This tool working in another checkout of the workspace (a parallel subtask's worktree);
+    /// `None` for a tool that does not touch the workspace and is shared as it is.
+    fn rooted_at(&self, _workspace: &workspace::Workspace) -> Option<Arc<dyn Tool>> {
+        None
+    }
 }
 
 /// The tools offered in this run, by name.
@@ -101,6 +121,19 @@ impl ToolRegistry {
 
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// The same tools, those that work on files and commands confined to `workspace` instead.
+    pub fn rooted_at(&self, workspace: &workspace::Workspace) -> ToolRegistry {
+        let tools = self
+            .tools
+            .iter()
+            .map(|(name, tool)| {
+                let tool = tool.rooted_at(workspace).unwrap_or_else(|| tool.clone());
+                (name.clone(), tool)
+            })
+            .collect();
+        ToolRegistry { tools }
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

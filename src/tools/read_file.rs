@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct ReadFileTool {
     pub workspace: Workspace,
     pub cap_bytes: usize,
@@ -17,6 +18,8 @@ pub struct ReadFileTool {
 
 #[async_trait]
 impl Tool for ReadFileTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+#[derive(Clone)]
 pub struct RunCommandTool {
     pub workspace: Workspace,
     /// Allowed commands, e.g. `make test` (exactly) or `cargo test *` (with any arguments).
@@ -67,6 +68,16 @@ impl RunCommandTool {
 
 #[async_trait]
 impl Tool for RunCommandTool {
+    fn rooted_at(
+        &self,
+        workspace: &super::workspace::Workspace,
+    ) -> Option<std::sync::Arc<dyn Tool>> {
+        let mut tool = self.clone();
+        tool.sandbox.workspace = workspace.root().to_path_buf();
+        tool.workspace = workspace.clone();
+        Some(std::sync::Arc::new(tool))
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_command".into(),

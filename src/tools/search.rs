@@ -13,6 +13,7 @@ use std::time::Duration;
 /// Longest line shown in a match, so one minified file cannot fill the output.
 const MAX_LINE_CHARS: usize = 300;
 
+#[derive(Clone)]
 pub struct SearchTool {
     pub workspace: Workspace,
     pub max_results: usize,
@@ -23,6 +24,8 @@ pub struct SearchTool {
 
 #[async_trait]
 impl Tool for SearchTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search".into(),

@@ -69,6 +69,14 @@ impl Workspace {
         Self::new(cwd)
     }
 
+    /// Another checkout of this workspace at `root` (a parallel subtask's worktree), with the
+    /// same protected paths.
+    pub fn checkout_at(&self, root: &Path) -> Result<Self, String> {
+        let mut other = Self::new(root)?;
+        other.protected = self.protected.rebased(&other.root);
+        Ok(other)
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct WriteFileTool {
     pub workspace: Workspace,
     pub timeout: Duration,
@@ -16,6 +17,8 @@ pub struct WriteFileTool {
 
 #[async_trait]
 impl Tool for WriteFileTool {
+    rooted_by_workspace_field!();
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file".into(),

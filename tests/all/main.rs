@@ -16,6 +16,7 @@ mod history;
 mod llm;
 mod llm_bounds;
 mod local_cli;
+mod parallel;
 mod security;
 mod seed_json;
 mod tools;

@@ -177,6 +177,7 @@ pub(super) async fn cycle_on_thread(
     // servers start while the registry is built).
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let workspace = tool_context.workspace.clone();
     let tools = build_registry(tool_context).await;
     let sink = Arc::new(HistorySink::new(
         backend.clone(),
@@ -202,6 +203,7 @@ pub(super) async fn cycle_on_thread(
             text: req_text,
             run_url: forge.run_url(),
         },
+        workspace: Some(workspace),
         scope: ctx
             .stage
             .as_ref()

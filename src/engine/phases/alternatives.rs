@@ -5,7 +5,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::judge::{
     Alternative, ChainCheck, check_chain, needs_approval, past_success_rate, rank,
 };

@@ -2,7 +2,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::history::entry::{EntryBody, RunStatus};
 use crate::plan::{Completion, CompletionSummary, TaskState};
 use crate::report::Notice;

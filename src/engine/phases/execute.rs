@@ -6,7 +6,7 @@
 use super::{judge, reflect};
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::judge::JudgeVerdict;

@@ -3,7 +3,7 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::judge::{JudgeVerdict, apply_split, decide};
 use crate::history::entry::{EntryBody, JudgeOutcome};
 use crate::plan::{Subtask, TaskState};
@@ -133,12 +133,18 @@ pub async fn judge_task(
     {
         return Ok(());
     }
-    batch.push(EntryBody::TaskState {
-        task_id: task_id.to_string(),
-        state,
-        replanning_info: None,
-        note: Some(note.clone()),
-    });
+    set_state(batch, task_id, state, note, fx);
+    Ok(())
+}
+
+/// The subtask's new state; a blocked one tells people how to go on.
+fn set_state(
+    batch: &mut Batch,
+    task_id: &str,
+    state: TaskState,
+    note: String,
+    fx: &mut StepEffects,
+) {
     if state == TaskState::Blocked {
         fx.notices.push(Notice::HumanNeeded {
             reason: format!("Subtask {task_id} is blocked: {note}"),
@@ -148,7 +154,48 @@ pub async fn judge_task(
             ],
         });
     }
-    Ok(())
+    batch.push(EntryBody::TaskState {
+        task_id: task_id.to_string(),
+        state,
+        replanning_info: None,
+        note: Some(note),
+    });
+}
+
+/// A subtask that ran beside others and whose changes conflict with those merged before it:
+/// the attempt failed (a `merge` action), and a finished subtask runs again on the merged tree
+/// while attempts remain, else it is blocked for a person or a replan.
+pub fn merge_failed(batch: &mut Batch, task_id: &str, message: &str, fx: &mut StepEffects) {
+    batch.push(EntryBody::Action {
+        task_id: task_id.to_string(),
+        tool: "merge".into(),
+        arguments_digest: String::new(),
+        outcome: crate::history::entry::ActionOutcome::Failed,
+        summary: message.chars().take(200).collect(),
+        duration_ms: 0,
+    });
+    if batch.state.task_state(task_id) != TaskState::Done {
+        return;
+    }
+    let attempts = batch.state.continuations.get(task_id).copied().unwrap_or(0) + 1;
+    let (outcome, state, note) = if attempts >= MAX_CONTINUATIONS {
+        let note = format!("{message} (still conflicting after {MAX_CONTINUATIONS} attempts)");
+        (JudgeOutcome::Blocked, TaskState::Blocked, note)
+    } else {
+        let note = format!("{message}; run it again on the merged tree");
+        (
+            JudgeOutcome::NeedsContinuation,
+            TaskState::NeedsContinuation,
+            note,
+        )
+    };
+    batch.push(EntryBody::Judge {
+        task_id: task_id.to_string(),
+        outcome,
+        reason: note.clone(),
+        missing_requirements: vec![],
+    });
+    set_state(batch, task_id, state, note, fx);
 }
 
 #[allow(clippy::too_many_arguments)]

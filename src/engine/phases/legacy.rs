@@ -4,7 +4,7 @@
 use super::execute::{MAX_TOOL_TURNS, arguments_digest};
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{Message, Role};
 use crate::plan::{Completion, CompletionSummary};

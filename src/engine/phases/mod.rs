@@ -7,11 +7,12 @@ pub mod judge;
 pub mod legacy;
 pub mod plan_fallback;
 pub mod planning;
+pub mod refined_draft;
 pub mod refinement;
 pub mod reflect;
 
 use super::batch::Batch;
-use super::cycle::{Cx, CycleError, StepEffects};
+use super::cx::{Cx, CycleError, StepEffects};
 use super::step::Step;
 
 pub async fn perform(
@@ -25,7 +26,7 @@ pub async fn perform(
         Step::DecidePlanning(phase) => planning::decide_phase(cx, batch, *phase).await,
         Step::InvalidPlan => plan_fallback::salvage(cx, batch),
         Step::QualityJudge => refinement::judge(cx, batch).await,
-        Step::Refine => refinement::refine(cx, batch).await,
+        Step::Refine => refined_draft::refine(cx, batch).await,
         Step::CommitPlan => planning::commit_plan(batch),
         Step::Execute(task_id) => execute::attempt(cx, batch, task_id).await,
         Step::FinalReview => reflect::final_review(cx, batch).await,

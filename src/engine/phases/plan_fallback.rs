@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use crate::engine::batch::Batch;
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
+use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::phases::planning::{commit_plan, invalid_plan, validation_problems};
 use crate::history::entry::{DraftSource, EntryBody};
 use crate::plan::{ActionPlan, GoalUnderstanding, Plan, PlannedAction, Subtask, TaskDecomposition};

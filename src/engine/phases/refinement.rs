@@ -1,16 +1,11 @@
-//! Seed 002 refinement: the quality judge scores the draft, `make_refinement_decision` accepts,
-//! replans with the judge's feedback, or rejects; a replanned draft must keep its structure or
-//! falls back task by task.
+//! Seed 002 refinement: the quality judge scores the draft and `make_refinement_decision` accepts,
+//! replans with the judge's feedback (`refined_draft.rs`), or rejects.
 
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
-use crate::engine::cycle::{Cx, CycleError, StepEffects};
-use crate::engine::phases::planning::ask_draft;
-use crate::engine::refine::{
-    RefinementInput, choose_refined_plan, make_refinement_decision, quality_ok,
-};
-use crate::history::entry::{DraftSource, EntryBody, RefinementVerdict};
-use crate::plan::Phase;
+use crate::engine::cx::{Cx, CycleError, StepEffects};
+use crate::engine::refine::{RefinementInput, make_refinement_decision, quality_ok};
+use crate::history::entry::{EntryBody, RefinementVerdict};
 use crate::report::Notice;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -117,44 +112,4 @@ pub fn weigh(cx: &Cx<'_>, batch: &mut Batch, verdict: QualityVerdict) -> StepEff
         });
     }
     fx
-}
-
-/// Replan the draft with the judge's feedback, then check its structure (seed 002).
-pub async fn refine(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
-    let w = batch.state.planning.clone().unwrap_or_default();
-    let before = w.draft();
-    let first = w
-        .from
-        .unwrap_or(Phase::GoalUnderstanding)
-        .min(Phase::TaskDecomposition);
-    let fx = ask_draft(
-        cx,
-        batch,
-        &w,
-        first,
-        Phase::ActionSequence,
-        DraftSource::Refinement,
-        &[],
-    )
-    .await?;
-    let after = batch.state.planning.as_ref().and_then(|w| w.draft());
-    if let (Some(prev), Some(next)) = (before, after) {
-        let (chosen, validation) = choose_refined_plan(&prev, &next, &cx.cfg().refinement);
-        if validation.is_broken() {
-            let problems: Vec<String> = validation.problems.iter().map(|p| p.to_string()).collect();
-            tracing::warn!(
-                ?problems,
-                "refined plan broke the structure; falling back per task"
-            );
-            batch.push(EntryBody::Draft {
-                goal_understanding: Some(chosen.goal_understanding),
-                task_decomposition: Some(chosen.task_decomposition),
-                action_plan: Some(chosen.action_plan),
-                self_check: serde_json::Value::Null,
-                source: DraftSource::Fallback,
-                problems: vec![],
-            });
-        }
-    }
-    Ok(fx)
 }

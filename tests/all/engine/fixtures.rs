@@ -293,6 +293,7 @@ impl Thread {
             prompts: Prompts::built_in(),
             request: request_for(input),
             scope: replan::engine::Scope::Whole,
+            workspace: None,
         }
     }
 

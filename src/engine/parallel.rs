@@ -1,0 +1,159 @@
+//! Subtasks that can run at the same time do (`execution.max_parallel`): each attempt runs in
+//! its own worktree with its own tools and its own batch; they share the one metered LLM (so the
+//! budget holds across them), the reporter and the journal.
+//!
+//! Results are taken in the order the subtasks started, which is plan order: a subtask that
+//! finishes early waits for the ones before it. Each is then merged into the workspace and its
+//! entries appended, renumbered after everything before them. A merge conflict is a failed
+//! attempt of the later subtask (`phases::judge::merge_failed`), which runs again on the merged
+//! tree. A result that replans, pauses or ends the run stops the others: what they did is
+//! dropped except the model usage it cost.
+
+use super::append::{commit, keep_usage, show_progress};
+use super::batch::Batch;
+use super::cx::{Cx, CycleError, StepEffects};
+use super::phases;
+use super::step::{Step, steps_now};
+use super::worktree::{Checkouts, Worktree};
+use crate::history::SessionState;
+use crate::history::entry::RunStatus;
+use crate::llm::LlmError;
+use crate::plan::TaskState;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::collections::BTreeMap;
+
+/// One attempt that ran in its own checkout.
+struct Attempt {
+    task_id: String,
+    batch: Batch,
+    result: Result<StepEffects, CycleError>,
+    worktree: Worktree,
+}
+
+/// Run the subtasks that can run now, and those that become runnable while they do, until none
+/// is left or one ends the wave; `Some(status)` ends the run.
+pub async fn run_wave(
+    cx: &Cx<'_>,
+    checkouts: &Checkouts,
+    state: &mut SessionState,
+) -> Result<Option<RunStatus>, CycleError> {
+    let mut running = FuturesUnordered::new();
+    // Started and not yet appended, in start order.
+    let mut busy: Vec<String> = Vec::new();
+    let mut finished: BTreeMap<String, Attempt> = BTreeMap::new();
+    loop {
+        let mut base = None;
+        // A finished subtask waiting for those before it holds no slot.
+        let room = (cx.cfg().execution.max_parallel as usize).saturating_sub(running.len());
+        for step in steps_now(state, cx.input, cx.cfg(), &busy)
+            .into_iter()
+            .take(room)
+        {
+            let Step::Execute(task_id) = step else { break };
+            let base = match &mut base {
+                Some(base) => base,
+                None => base.insert(checkouts.base().map_err(|e| {
+                    CycleError::Fatal(format!("could not snapshot the workspace: {e}"))
+                })?),
+            };
+            let worktree = checkouts.open(&task_id, base).map_err(|e| {
+                CycleError::Fatal(format!(
+                    "could not make a worktree for subtask {task_id}: {e}"
+                ))
+            })?;
+            busy.push(task_id.clone());
+            running.push(attempt(cx, state.clone(), task_id, worktree));
+        }
+        if base.is_some() {
+            show_progress(cx, state, Some(&running_shown(state, &busy))).await?;
+        }
+        let Some(done) = running.next().await else {
+            return Ok(None);
+        };
+        finished.insert(done.task_id.clone(), done);
+        while let Some(next) = busy.first().and_then(|id| finished.remove(id)) {
+            busy.remove(0);
+            let version = state.plan_version;
+            let end = append_attempt(cx, checkouts, state, next).await?;
+            let disrupted = end.is_some()
+                || state.plan_version != version
+                || state.planning.is_some()
+                || state.pending.is_some();
+            if disrupted {
+                // The plan or the run changed under the others: keep only what they cost.
+                drop(running);
+                for (_, rest) in std::mem::take(&mut finished) {
+                    keep_usage(cx, state, rest.batch).await?;
+                }
+                return Ok(end);
+            }
+            if !busy.is_empty() {
+                show_progress(cx, state, Some(&running_shown(state, &busy))).await?;
+            }
+        }
+    }
+}
+
+/// One attempt at `task_id` in its checkout, from the state as it was when it started.
+async fn attempt(cx: &Cx<'_>, state: SessionState, task_id: String, worktree: Worktree) -> Attempt {
+    let deps = cx
+        .deps
+        .with_tools(cx.deps.tools.rooted_at(&worktree.workspace));
+    let mut batch = Batch::new(&state, &deps.run_id, deps.clock.clone());
+    let own = Cx {
+        deps: &deps,
+        input: cx.input,
+    };
+    let step = Step::Execute(task_id.clone());
+    let result = phases::perform(&own, &mut batch, &step).await;
+    Attempt {
+        task_id,
+        batch,
+        result,
+        worktree,
+    }
+}
+
+/// Merge an attempt's changes and append its entries after everything appended before them.
+async fn append_attempt(
+    cx: &Cx<'_>,
+    checkouts: &Checkouts,
+    state: &mut SessionState,
+    done: Attempt,
+) -> Result<Option<RunStatus>, CycleError> {
+    let Attempt {
+        task_id,
+        batch,
+        result,
+        worktree,
+    } = done;
+    let mut effects = match result {
+        Ok(effects) => effects,
+        Err(e) => {
+            if matches!(e, CycleError::Llm(LlmError::BudgetExhausted(_))) {
+                keep_usage(cx, state, batch).await?;
+            }
+            return Err(e);
+        }
+    };
+    let mut ordered = Batch::new(state, &cx.deps.run_id, cx.deps.clock.clone());
+    for entry in batch.entries {
+        ordered.adopt(entry);
+    }
+    if let Err(conflict) = checkouts.merge(&worktree, &task_id) {
+        tracing::warn!(%task_id, %conflict, "a parallel subtask's changes could not be merged");
+        phases::judge::merge_failed(&mut ordered, &task_id, &conflict, &mut effects);
+    }
+    drop(worktree);
+    commit(cx, state, ordered, effects.notices).await?;
+    Ok(effects.end)
+}
+
+/// The state as the checklist shows it while `busy` subtasks run.
+fn running_shown(state: &SessionState, busy: &[String]) -> SessionState {
+    let mut shown = state.clone();
+    for id in busy {
+        shown.tasks.entry(id.clone()).or_default().state = TaskState::Running;
+    }
+    shown
+}
