@@ -4,7 +4,7 @@
 //! symlinks resolving outside it and anything under `.git` (which may hold the checkout's
 //! credentials) are denied.
 
-use super::{ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 use crate::sandbox::protected::ProtectedPaths;
 use std::path::{Component, Path, PathBuf};
 

@@ -1,7 +1,6 @@
 //! The ready subtasks as the CI matrix: exactly `{"subtask": [ids...]}`, to the `matrix` step
 //! output on GitHub and to `--matrix-out FILE`.
 
-use super::write_file;
 use crate::app::exit::CliError;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,6 +51,19 @@ pub fn write(
         write_file(path, &json, "--matrix-out")?;
     }
     Ok(())
+}
+
+/// Writes a file a later job reads, naming the flag that chose its path when it cannot.
+pub(super) fn write_file(path: &Path, text: &str, flag: &str) -> Result<(), CliError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(path, text).map_err(|e| {
+        CliError::failure(format!(
+            "{flag} {}: cannot write the file: {e}",
+            path.display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::history::entry::RunStatus;
 use crate::plan::TaskState;
 use crate::trigger::{Request, ThreadRef};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// `--stage`, as the command line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,21 +215,11 @@ impl StageRun {
     }
 }
 
-fn write_file(path: &Path, text: &str, flag: &str) -> Result<(), CliError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(path, text).map_err(|e| {
-        CliError::failure(format!(
-            "{flag} {}: cannot write the file: {e}",
-            path.display()
-        ))
-    })
-}
-
 use branches::{join_subtask_branches, prepare_checkout, push_subtask, settle_join_checkout};
 
 mod conflict;
+
+use matrix::write_file;
 
 use crate::history::HistoryBackend;
 use crate::history::store::LoadedThread;
