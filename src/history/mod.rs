@@ -19,4 +19,3 @@ pub use git_branch::GitBranchHistory;
 pub use jsonl::{CorruptLine, ParsedHistory};
 pub use local::LocalHistory;
 pub use state::{SessionState, apply, replay};
-pub use store::HistoryStore;
