@@ -13,8 +13,6 @@ pub struct LoadedThread {
     pub entries: Vec<Entry>,
     pub corrupt: Vec<CorruptLine>,
     pub state: SessionState,
-    /// Highest `seq` in the file (corrupt lines with a readable `seq` included).
-    pub max_seq: u64,
 }
 
 pub async fn load(
@@ -28,6 +26,5 @@ pub async fn load(
         entries: parsed.entries,
         corrupt: parsed.corrupt,
         state,
-        max_seq: parsed.max_seq,
     })
 }
