@@ -245,9 +245,12 @@ fn no_file_level_import_circles_in_src() {
             circle
                 .iter()
                 .map(|f| {
-                    let into: Vec<&String> =
-                        edges[f].iter().filter(|t| members.contains(t)).collect();
-                    format!("  src/{f} imports {into:?}")
+                    let into: Vec<String> = edges[f]
+                        .iter()
+                        .filter(|t| members.contains(t))
+                        .map(|t| format!("src/{t}"))
+                        .collect();
+                    format!("  src/{f} imports {}", into.join(", "))
                 })
                 .collect::<Vec<_>>()
                 .join("\n")
