@@ -1,23 +1,23 @@
 //! Tools the model can call during execution, behind one trait, collected in a registry.
 
-pub mod apply_patch;
-pub mod args;
-pub mod blocking;
-pub mod detect;
-pub mod edit_file;
-pub mod effects;
-pub mod env;
-pub mod forge_tools;
+pub(crate) mod apply_patch;
+pub(crate) mod args;
+pub(crate) mod blocking;
+pub(crate) mod detect;
+pub(crate) mod edit_file;
+pub(crate) mod effects;
+pub(crate) mod env;
+pub(crate) mod forge_tools;
 pub mod git;
-pub mod list_files;
-pub mod mcp;
+pub(crate) mod list_files;
+pub(crate) mod mcp;
 pub mod output;
-pub mod read_file;
+pub(crate) mod read_file;
 pub mod registry_builder;
-pub mod run_command;
-pub mod search;
+pub(crate) mod run_command;
+pub(crate) mod search;
 pub mod workspace;
-pub mod write_file;
+pub(crate) mod write_file;
 
 use crate::llm::ToolSpec;
 use crate::plan::model::ErrorClassification;
