@@ -1,5 +1,5 @@
 //! GitHub Actions integration: step outputs, the job summary, and workflow commands in the log.
 
-pub mod log;
+pub(crate) mod log;
 pub mod outputs;
-pub mod summary;
+pub(crate) mod summary;

@@ -2,16 +2,16 @@
 //! outputs. Forge-agnostic: GitHub Actions, a local run, and (through its own set-up) GitLab.
 
 pub mod bundle;
-pub mod exit;
-pub mod gating;
+pub(crate) mod exit;
+pub(crate) mod gating;
 pub mod history_sink;
-pub mod input;
-pub mod outputs;
-pub mod pr_recorder;
-pub mod run;
-pub mod secrets;
-pub mod stage;
-pub mod work_branch;
-pub mod workspace;
+pub(crate) mod input;
+pub(crate) mod outputs;
+pub(crate) mod pr_recorder;
+pub(crate) mod run;
+pub(crate) mod secrets;
+pub(crate) mod stage;
+pub(crate) mod work_branch;
+pub(crate) mod workspace;
 
 pub use run::{RunOptions, run};

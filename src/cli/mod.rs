@@ -1,16 +1,16 @@
 //! The `replan` command line: argument parsing, dispatch and exit codes; nothing else.
 
-pub mod args;
-pub mod config_cmd;
-pub mod demo_cmd;
-pub mod history_cmd;
+pub(crate) mod args;
+pub(crate) mod config_cmd;
+pub(crate) mod demo_cmd;
+pub(crate) mod history_cmd;
 pub mod logging;
-pub mod plan_cmd;
-pub mod thread_arg;
-pub mod thread_cmd;
-pub mod workspace;
+pub(crate) mod plan_cmd;
+pub(crate) mod thread_arg;
+pub(crate) mod thread_cmd;
+pub(crate) mod workspace;
 
-pub use crate::app::exit::{self, CliError, Exit};
+pub use crate::app::exit::{CliError, Exit};
 pub use args::Cli;
 
 use args::Command;

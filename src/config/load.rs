@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::error::ConfigError;
 use super::layers::{Layered, normalize_camel_case_sections};
 use super::source::{Provenance, Source};
-use super::{Config, decode, env, file, overrides, remote, validate};
+use super::{Config, decode, env, file, overrides, remote, retired, validate};
 use overrides::Override;
 
 /// What [`load`] reads. The environment is passed in (not read from the process) so that callers
@@ -113,13 +113,17 @@ impl LocalLayers {
         {
             layered.apply_raw(&o.key, &o.value, &o.source);
         }
+        let retired = retired::take_out(&mut layered);
+        for warning in &retired {
+            tracing::warn!("{warning}");
+        }
         let config = decode::decode(&mut layered)?;
         validate::validate(&config, &layered.provenance)?;
         Ok(LoadedConfig {
             config,
             provenance: layered.provenance,
             file: self.file.as_ref().map(|(p, _)| p.clone()),
-            warnings: self.warnings.clone(),
+            warnings: self.warnings.iter().cloned().chain(retired).collect(),
         })
     }
 }

@@ -26,6 +26,7 @@ mod reference;
 mod refinement;
 mod remote;
 mod replanning;
+mod retired;
 mod secrets;
 mod source;
 mod task_replanning;
@@ -46,7 +47,7 @@ pub use load::{LoadOptions, LoadedConfig, load, load_local};
 pub use overrides::{ACTION_INPUTS, Override};
 pub use planning::{
     DecisionMode, DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode,
-    ReflectionConfig, ReflectionDepth, RevisionConfig, Strategy,
+    ReflectionConfig, RevisionConfig, Strategy,
 };
 pub use reference::reference_markdown;
 pub use refinement::RefinementConfig;

@@ -87,7 +87,6 @@ pub struct ReflectionConfig {
     pub trigger_on_error: bool,
     /// Reflect every N actions; 0 turns periodic reflection off (seed 001 §9.1).
     pub trigger_interval: u32,
-    pub depth: ReflectionDepth,
 }
 
 impl Default for ReflectionConfig {
@@ -96,18 +95,8 @@ impl Default for ReflectionConfig {
             enabled: true,
             trigger_on_error: true,
             trigger_interval: 3,
-            depth: ReflectionDepth::default(),
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReflectionDepth {
-    Deep,
-    #[default]
-    Moderate,
-    Shallow,
 }
 
 /// `planning.revision` (seed 001 §9.1).
@@ -128,14 +117,12 @@ impl Default for RevisionConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct PlanningHistoryConfig {
     pub storage_type: String,
-    pub directory: String,
 }
 
 impl Default for PlanningHistoryConfig {
     fn default() -> Self {
         Self {
             storage_type: "jsonl".to_owned(),
-            directory: "planning_history".to_owned(),
         }
     }
 }

@@ -55,5 +55,12 @@ pub fn reference_markdown() -> String {
             env.join(", ")
         ));
     }
+    out.push_str(
+        "\nKeys the seeds name that Replan does not read; a file that sets one still loads, with a \
+         warning:\n\n",
+    );
+    for (key, why) in super::retired::RETIRED {
+        out.push_str(&format!("- `{key}`: {why}\n"));
+    }
     out
 }

@@ -11,8 +11,6 @@ pub struct TaskReplanningConfig {
     /// Re-evaluations of one task chain (seed 004 `maxIterations`).
     #[serde(alias = "maxIterations")]
     pub max_iterations: u32,
-    #[serde(alias = "timeoutSeconds")]
-    pub timeout_seconds: u64,
     /// The re-decomposition asks for between `min_new_subtasks` and `max_new_subtasks` tasks.
     #[serde(alias = "minNewSubtasks")]
     pub min_new_subtasks: u32,
@@ -28,7 +26,6 @@ impl Default for TaskReplanningConfig {
         Self {
             enabled: true,
             max_iterations: 3,
-            timeout_seconds: 300,
             min_new_subtasks: 3,
             max_new_subtasks: 5,
             alternatives_approval_threshold: 0.5,

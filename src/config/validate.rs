@@ -150,8 +150,6 @@ fn problems(c: &Config) -> Vec<Problem> {
             "use jsonl",
         );
     }
-    k.not_empty("planning.history.directory", &p.history.directory);
-    k.contained_dir("planning.history.directory", &p.history.directory);
 
     let d = &p.replanning.llm_decision;
     let min_key = "planning.replanning.llm_decision.min_confidence_threshold";
@@ -198,7 +196,6 @@ fn problems(c: &Config) -> Vec<Problem> {
     );
 
     let t = &c.replanning;
-    k.at_least_one("replanning.timeout_seconds", t.timeout_seconds);
     k.at_least_one("replanning.min_new_subtasks", t.min_new_subtasks);
     if t.min_new_subtasks > t.max_new_subtasks {
         k.fail_pair(

@@ -3,10 +3,10 @@
 
 pub mod github;
 pub mod gitlab;
-pub mod layer;
+pub(crate) mod layer;
 pub mod local;
 pub mod marker;
-pub mod redacting;
+pub(crate) mod redacting;
 
 use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::{ForgeKind, ThreadRef};

@@ -22,7 +22,7 @@ pub struct LocalHistory {
 }
 
 impl LocalHistory {
-    /// `directory` is `planning.history.directory` (default `planning_history`).
+    /// `directory` is `history.directory` (default `planning_history`).
     pub fn new(root: impl Into<PathBuf>, directory: impl Into<String>) -> Self {
         LocalHistory {
             root: root.into(),

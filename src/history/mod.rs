@@ -1,6 +1,6 @@
 //! The thread's append-only JSONL history and the session state replayed from it.
 
-pub mod backend;
+pub(crate) mod backend;
 pub mod cas;
 pub mod entry;
 pub mod export;
@@ -9,9 +9,9 @@ pub mod jsonl;
 pub mod local;
 pub mod prune;
 pub mod rebase;
-pub mod state;
+pub(crate) mod state;
 pub mod stats;
-pub mod store;
+pub(crate) mod store;
 
 pub use backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
 pub use entry::{Entry, EntryBody, SCHEMA_VERSION};
@@ -19,4 +19,3 @@ pub use git_branch::GitBranchHistory;
 pub use jsonl::{CorruptLine, ParsedHistory};
 pub use local::LocalHistory;
 pub use state::{SessionState, apply, replay};
-pub use store::HistoryStore;

@@ -1,15 +1,15 @@
 //! LLM providers behind one trait.
 
-pub mod anthropic;
-pub mod budget;
-pub mod detect;
+pub(crate) mod anthropic;
+pub(crate) mod budget;
+pub(crate) mod detect;
 pub mod http;
-pub mod meter;
-pub mod openai;
+pub(crate) mod meter;
+pub(crate) mod openai;
 pub mod scenario;
-pub mod scripted;
-pub mod structured;
-pub mod types;
+pub(crate) mod scripted;
+pub(crate) mod structured;
+pub(crate) mod types;
 
 pub use budget::{Budgeted, usage_totals};
 pub use detect::{create_budgeted, create_provider, detect_kind};

@@ -35,7 +35,7 @@
 //! a way the encodings above do not list (reversed, split). The sandbox (`crate::sandbox`) and the
 //! scrubbed child environment keep secrets out of the commands' reach in the first place.
 
-pub mod redactor;
+pub(crate) mod redactor;
 pub mod stdio;
 
 pub use redactor::{Redactor, SharedRedactor};

@@ -1,9 +1,9 @@
 //! The plan: the seeds' data model, its validation and its dependency graph.
 
-pub mod confidence;
-pub mod file;
+pub(crate) mod confidence;
+pub(crate) mod file;
 pub mod graph;
-pub mod model;
-pub mod validate;
+pub(crate) mod model;
+pub(crate) mod validate;
 
 pub use model::*;

@@ -1,7 +1,8 @@
 //! Hidden markers that let Replan find its own comments again and never react to them.
 
-/// Every comment Replan posts starts with a marker beginning with this prefix.
-pub const MARKER_PREFIX: &str = "<!-- replan:";
+/// Every comment Replan posts starts with a marker beginning with this prefix (defined with the
+/// gate, which must never act on Replan's own words).
+pub use crate::trigger::MARKER_PREFIX;
 
 /// The checklist comment: found again by this marker when the stored id is missing.
 pub const CHECKLIST_MARKER: &str = "<!-- replan:checklist -->";

@@ -1,13 +1,13 @@
 //! Renderings of the session for people: checklist comment, notices, job summary, terminal.
 
 pub mod checklist;
-pub mod forge_reporter;
-pub mod markers;
+pub(crate) mod forge_reporter;
+pub(crate) mod markers;
 pub mod mermaid;
 pub mod notice;
 pub mod summary;
-pub mod tee;
-pub mod terminal;
+pub(crate) mod tee;
+pub(crate) mod terminal;
 
 use crate::history::SessionState;
 use crate::plan::{Phase, ReplanDecision};

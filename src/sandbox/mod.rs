@@ -14,8 +14,8 @@
 //!   snapshotted before each command and restored after it, and the command is reported failed.
 
 pub mod landlock;
-pub mod policy;
-pub mod protected;
+pub(crate) mod policy;
+pub(crate) mod protected;
 
 pub use policy::SandboxPolicy;
 

@@ -14,26 +14,26 @@ macro_rules! rooted_by_workspace_field {
     };
 }
 
-pub mod apply_patch;
-pub mod args;
-pub mod blocking;
-pub mod detect;
-pub mod edit_file;
-pub mod effects;
-pub mod env;
+pub(crate) mod apply_patch;
+pub(crate) mod args;
+pub(crate) mod blocking;
+pub(crate) mod detect;
+pub(crate) mod edit_file;
+pub(crate) mod effects;
+pub(crate) mod env;
 mod error;
-pub mod forge_tools;
+pub(crate) mod forge_tools;
 pub mod git;
-pub mod list_files;
-pub mod mcp;
+pub(crate) mod list_files;
+pub(crate) mod mcp;
 pub mod output;
-pub mod read_file;
+pub(crate) mod read_file;
 pub mod registry_builder;
-pub mod run_command;
-pub mod search;
+pub(crate) mod run_command;
+pub(crate) mod search;
 pub mod workspace;
 pub use error::{ToolError, ToolErrorKind};
-pub mod write_file;
+pub(crate) mod write_file;
 
 use crate::llm::ToolSpec;
 use async_trait::async_trait;

@@ -4,14 +4,14 @@
 //! edges and their results are passed in.
 
 pub mod command;
-pub mod error;
-pub mod gate;
+pub(crate) mod error;
+pub(crate) mod gate;
 pub mod github_event;
 pub mod gitlab_event;
 mod markdown;
 mod prose;
 pub mod sanitize;
-pub mod thread;
+pub(crate) mod thread;
 mod timestamp;
 
 pub use command::{Command, ReplanScope, mentions, parse_commands};

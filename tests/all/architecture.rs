@@ -25,10 +25,6 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Circles known and being removed elsewhere: the engine's phases and `Cx` (issue 18, item 2,
-/// moved to `engine/cx.rs` on its own branch). Remove the entry once that lands.
-const KNOWN_CIRCLES_UNDER: &[&str] = &["engine/"];
-
 type Module = Vec<String>;
 
 struct Tree {
@@ -235,19 +231,17 @@ fn no_file_level_import_circles_in_src() {
     let edges = read_tree().dependencies();
     let found: Vec<String> = circles(&edges)
         .into_iter()
-        .filter(|circle| {
-            !circle
-                .iter()
-                .all(|f| KNOWN_CIRCLES_UNDER.iter().any(|dir| f.starts_with(dir)))
-        })
         .map(|circle| {
             let members: BTreeSet<&String> = circle.iter().collect();
             circle
                 .iter()
                 .map(|f| {
-                    let into: Vec<&String> =
-                        edges[f].iter().filter(|t| members.contains(t)).collect();
-                    format!("  src/{f} imports {into:?}")
+                    let into: Vec<String> = edges[f]
+                        .iter()
+                        .filter(|t| members.contains(t))
+                        .map(|t| format!("src/{t}"))
+                        .collect();
+                    format!("  src/{f} imports {}", into.join(", "))
                 })
                 .collect::<Vec<_>>()
                 .join("\n")

@@ -11,6 +11,15 @@ fn replan() -> Command {
     cmd
 }
 
+/// A workspace holding one config file (`file` relative to it) with `yaml` in it.
+fn workspace_with(file: &str, yaml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(file);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, yaml).unwrap();
+    dir
+}
+
 #[test]
 fn help_lists_every_command_and_the_exit_codes() {
     replan()
@@ -34,12 +43,7 @@ fn an_unknown_flag_is_a_usage_error() {
 
 #[test]
 fn config_explain_names_the_source_of_each_value() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(
-        dir.path().join(".replan.yml"),
-        "planning:\n  max_subtasks: 12\n",
-    )
-    .unwrap();
+    let dir = workspace_with(".replan.yml", "planning:\n  max_subtasks: 12\n");
     replan()
         .args(["config", "--explain", "--workspace"])
         .arg(dir.path())
@@ -68,13 +72,10 @@ fn config_explain_names_the_source_of_each_value() {
 
 #[test]
 fn a_bad_config_file_exits_2_and_names_the_key_and_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join(".github")).unwrap();
-    fs::write(
-        dir.path().join(".github/replan.yml"),
+    let dir = workspace_with(
+        ".github/replan.yml",
         "planning:\n  replanning:\n    llm_decision:\n      min_confidence_threshold: 1.5\n",
-    )
-    .unwrap();
+    );
     replan()
         .args(["config", "--workspace"])
         .arg(dir.path())
@@ -274,13 +275,9 @@ mod history_and_plan {
     fn history_prune_reads_the_retention_days_of_the_configuration() {
         let dir = tempfile::tempdir().unwrap();
         write_history(dir.path());
-        let workspace = tempfile::tempdir().unwrap();
         // About 270 years: the thread is not old enough, so nothing is archived.
-        fs::write(
-            workspace.path().join(".replan.yml"),
-            "history:\n  retention_days: 100000\n",
-        )
-        .unwrap();
+        let workspace =
+            super::workspace_with(".replan.yml", "history:\n  retention_days: 100000\n");
         replan()
             .args(["history", "prune", "--dir"])
             .arg(dir.path())
@@ -397,12 +394,8 @@ fn config_explain_with_a_line_longer_than_65535_bytes_does_not_panic() {
 #[test]
 fn a_history_directory_outside_the_workspace_is_refused_and_named() {
     for directory in ["../../x", "/tmp/elsewhere", "planning_history/../../x"] {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join(".replan.yml"),
-            format!("history:\n  directory: \"{directory}\"\n"),
-        )
-        .unwrap();
+        let yaml = format!("history:\n  directory: \"{directory}\"\n");
+        let dir = workspace_with(".replan.yml", &yaml);
         replan()
             .args(["config", "--workspace"])
             .arg(dir.path())

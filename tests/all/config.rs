@@ -167,7 +167,34 @@ fn seed_camel_case_keys_in_file_are_accepted() {
     assert_eq!(c.refinement.max_refinement_attempts, 6);
     assert!(!c.replanning.enabled);
     assert_eq!(c.replanning.max_iterations, 5);
-    assert_eq!(c.replanning.timeout_seconds, 60);
+}
+
+/// Keys the seeds name that nothing reads: a seed's config block still loads, and a warning
+/// names each key, where it came from and what to do instead.
+#[test]
+fn seed_keys_nothing_reads_load_with_a_warning_each() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".replan.yml",
+        "planning:\n  reflection:\n    depth: deep\n  history:\n    storage_type: jsonl\n    directory: elsewhere\nreplanning:\n  timeoutSeconds: 60\n",
+    );
+    let loaded = load_local(&opts(dir.path())).unwrap();
+    assert_eq!(loaded.config.history.directory, "planning_history");
+    for key in [
+        "planning.reflection.depth",
+        "planning.history.directory",
+        "replanning.timeout_seconds",
+    ] {
+        let warning = loaded
+            .warnings
+            .iter()
+            .find(|w| w.contains(&format!("`{key}`")))
+            .unwrap_or_else(|| panic!("no warning for {key}: {:?}", loaded.warnings));
+        assert!(warning.starts_with("warning: config key"), "{warning}");
+        assert!(warning.contains(".replan.yml"), "{warning}");
+    }
+    assert_eq!(loaded.warnings.len(), 3, "{:?}", loaded.warnings);
 }
 
 // ---------------------------------------------------------------- remote endpoint

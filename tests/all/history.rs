@@ -10,8 +10,7 @@ use replan::history::jsonl::{self, to_line};
 use replan::history::prune::{PruneOptions, prune};
 use replan::history::stats::stats;
 use replan::history::{
-    Entry, EntryBody, GitBranchHistory, HistoryBackend, HistoryStore, LocalHistory, SCHEMA_VERSION,
-    replay,
+    Entry, EntryBody, GitBranchHistory, HistoryBackend, LocalHistory, SCHEMA_VERSION, replay,
 };
 use replan::plan::{
     ActionPlan, Completion, CompletionSummary, GoalUnderstanding, Phase, Plan, Reflection,
@@ -968,69 +967,6 @@ async fn prune_archives_an_old_thread_and_keeps_a_live_one_whole() {
     assert_eq!(history.threads().await.unwrap(), [live]);
     assert_eq!(history.load(&live).await.unwrap().text, live_text);
     assert!(report.to_string().contains("retired #1: archived to"));
-}
-
-// ---------------------------------------------------------------- store
-
-#[tokio::test]
-async fn the_store_assigns_envelopes_and_flushes_every_n_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
-    let thread = ThreadRef::issue(4);
-    // An earlier run asked a question and finished waiting for the answer.
-    let earlier: Vec<Entry> = crafted_history().into_iter().take(11).collect();
-    backend.append(&thread, &earlier).await.unwrap();
-
-    let mut store = HistoryStore::open(backend.clone(), thread, "run-77-1", 3)
-        .await
-        .unwrap()
-        .with_clock(Arc::new(|| {
-            Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).unwrap()
-        }));
-    assert_eq!(
-        store
-            .get_latest_plan()
-            .map(|(v, p)| (v, p.subtask_ids().count())),
-        Some((2, 2))
-    );
-    assert_eq!(store.get_revision_history().len(), 1);
-    assert_eq!(store.get_all_reflections().len(), 1);
-    let past = store.get_past_executions();
-    assert_eq!(past.len(), 1);
-    assert_eq!(past[0].run_id, "r1");
-    assert_eq!(past[0].request.as_ref().unwrap().request, "start");
-    assert_eq!(past[0].status, Some(RunStatus::WaitingForAnswer));
-    assert_eq!(past[0].plan_versions, [1, 2]);
-    assert_eq!(past[0].decisions, 4);
-    assert_eq!(past[0].questions, ["Which README should change?"]);
-
-    let lines = || async {
-        jsonl::parse(&backend.load(&thread).await.unwrap().text)
-            .entries
-            .len()
-    };
-    for i in 0..5 {
-        let e = store
-            .append(EntryBody::Checklist {
-                comment_id: format!("c{i}"),
-            })
-            .await
-            .unwrap();
-        assert_eq!(e.seq, 12 + i);
-        assert_eq!(e.run_id, "run-77-1");
-        assert_eq!(e.v, SCHEMA_VERSION);
-    }
-    // Three were flushed together; two wait.
-    assert_eq!(lines().await, 14);
-    assert_eq!(store.unflushed(), 2);
-    store.flush().await.unwrap();
-    assert_eq!(lines().await, 16);
-    assert_eq!(store.state().checklist_comment_id.as_deref(), Some("c4"));
-    let reloaded = replan::history::store::load(backend.as_ref(), &thread)
-        .await
-        .unwrap();
-    assert_eq!(reloaded.state, *store.state());
-    assert_eq!(reloaded.entries, store.entries());
 }
 
 #[tokio::test]

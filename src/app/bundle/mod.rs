@@ -7,9 +7,9 @@
 //! id, the pull request's URL) are placeholders (`replan-bundle:...`) in the agent phase; publish
 //! maps them to the real ones, including where history entries mention them.
 
-pub mod branch;
-pub mod publish;
-pub mod record;
+pub(crate) mod branch;
+pub(crate) mod publish;
+pub(crate) mod record;
 
 use crate::forge::{PullRequestRequest, Reaction};
 use crate::history::Entry;

@@ -8,8 +8,6 @@ mod branches;
 mod matrix;
 mod pipeline;
 
-pub use branches::subtask_branch;
-pub use matrix::matrix_json;
 pub use pipeline::child_pipeline;
 
 use super::exit::CliError;

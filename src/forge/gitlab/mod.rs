@@ -4,10 +4,10 @@
 //! Needs a project or personal access token with the `api` scope in `GITLAB_TOKEN`;
 //! `CI_JOB_TOKEN` cannot post notes, commit or open merge requests (see [`token`]).
 
-pub mod client;
-pub mod forge_impl;
-pub mod history_branch;
-pub mod token;
+pub(crate) mod client;
+pub(crate) mod forge_impl;
+pub(crate) mod history_branch;
+pub(crate) mod token;
 
 pub use client::{GitLabClient, RetryPolicy};
 pub use forge_impl::GitLabForge;

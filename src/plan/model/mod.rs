@@ -8,7 +8,7 @@ mod goal;
 mod phase;
 #[allow(clippy::module_inception)]
 mod plan;
-pub mod ranged;
+pub(crate) mod ranged;
 mod reflection;
 mod task_state;
 

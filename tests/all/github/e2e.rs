@@ -238,6 +238,15 @@ impl World {
         assert!(summary.starts_with("# Replan: ✅ Completed"), "{summary}");
     }
 
+    /// An issue by alice (who may write), its pull request branch prepared: the set-up most
+    /// cycles start from.
+    pub(super) fn alices_issue(&self, title: &str, body: &str) -> u64 {
+        self.fake.add_collaborator("alice", "write");
+        let number = self.fake.seed_issue(title, body, "alice");
+        self.prepare_pull_request_branch(number);
+        number
+    }
+
     /// The branch the pull request tool pushes must exist on the fake for it to accept the PR.
     pub(super) fn prepare_pull_request_branch(&self, number: u64) {
         let main = self.fake.ref_sha("main").unwrap();
@@ -263,11 +272,7 @@ pub(super) fn ours(body: &str) -> bool {
 #[test]
 fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
     let payload = world.issue_opened(number, "alice");
 
     let output = world.run(&world.env("issues", &payload));
@@ -409,11 +414,7 @@ fn github_e2e_missing_token_exits_2_and_says_which_variable() {
 #[test]
 fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a hello file", "Please.");
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -445,11 +446,7 @@ fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
 #[test]
 fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a hello file", "Please.");
     let path = format!("planning_history/issues/{number}.jsonl");
     // Another run on the same thread commits its line just before our first ref update.
     let theirs = r#"{"v":1,"seq":1,"ts":"2024-05-01T12:00:00Z","run_id":"other-1","type":"answer","author":"bob","text":"from the other run","assumed":false}"#;
@@ -513,11 +510,7 @@ fn llm_saw(world: &World, needle: &str) -> bool {
 #[test]
 fn github_e2e_replan_command_with_a_reason_revises_the_plan_with_carry_over() {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
     let first = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
 
@@ -589,11 +582,7 @@ steps:
 #[test]
 fn github_e2e_clarification_waits_for_the_answer_comment_and_resumes() {
     let world = World::separate(ASK_WHICH_FILE);
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a greeting", "Somewhere.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a greeting", "Somewhere.");
 
     let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
 
@@ -688,11 +677,7 @@ fn github_e2e_low_confidence_decision_waits_for_approve_then_runs() {
 #[test]
 fn github_e2e_schedule_sweep_continues_a_question_that_waited_too_long() {
     let world = World::separate(ASK_WHICH_FILE);
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a greeting", "Somewhere.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a greeting", "Somewhere.");
     let asked = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
     assert_eq!(asked.status.code(), Some(0), "{}", text(&asked));
     assert_eq!(world.outputs()["status"], "waiting_for_answer");

@@ -44,12 +44,7 @@ fn one_reply(world: &World, number: u64, payload: &Path, needle: &str) {
 
 /// An issue by a writer, with the branch its pull request will use.
 fn hello_issue(world: &World) -> u64 {
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
-    number
+    world.alices_issue("Add a hello file", "Please add hello.md.")
 }
 
 /// The checklist comments Replan itself wrote on the issue.

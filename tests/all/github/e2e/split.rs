@@ -26,11 +26,7 @@ fn writing_requests(world: &World) -> Vec<String> {
 /// A world with alice's issue, ready for a cycle that opens a pull request.
 pub(super) fn world_with_issue() -> (World, u64) {
     let world = World::new("");
-    world.fake.add_collaborator("alice", "write");
-    let number = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    world.prepare_pull_request_branch(number);
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
     (world, number)
 }
 
