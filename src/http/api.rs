@@ -88,6 +88,9 @@ pub enum ApiError {
     },
     #[error("the answer is not JSON: {0}")]
     NotJson(String),
+    /// JSON, but not what the typed client reads (a required field missing).
+    #[error("the answer does not have the expected shape: {0}")]
+    Shape(String),
     #[error("{0}; the request may have taken effect, so it was not sent again without checking")]
     Uncertain(String),
 }

@@ -101,16 +101,16 @@ pub(super) fn octocrab(api: Arc<Api>, replay: Replay) -> Octocrab {
 }
 
 /// The API layer's error inside an octocrab error; an answer octocrab could not read into its
-/// model becomes [`ApiError::NotJson`].
+/// model becomes [`ApiError::Shape`].
 pub(super) fn api_error(error: octocrab::Error) -> ApiError {
     match error {
         octocrab::Error::Service { source, .. } => match source.downcast::<ApiError>() {
             Ok(error) => *error,
             Err(other) => ApiError::Connection(other.to_string()),
         },
-        octocrab::Error::Serde { source, .. } => ApiError::NotJson(source.to_string()),
+        octocrab::Error::Serde { source, .. } => ApiError::Shape(source.to_string()),
         octocrab::Error::Json { source, .. } => {
-            ApiError::NotJson(format!("{} at `{}`", source.inner(), source.path()))
+            ApiError::Shape(format!("{} at `{}`", source.inner(), source.path()))
         }
         // octocrab's messages end in "Found at <backtrace>": the first line says it.
         other => ApiError::Connection(
