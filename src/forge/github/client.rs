@@ -154,10 +154,6 @@ impl GitHubClient {
         &self.crabs().safe
     }
 
-    pub fn repo(&self) -> &str {
-        &self.settings.repo
-    }
-
     pub fn owner(&self) -> &str {
         self.settings
             .repo
@@ -171,10 +167,6 @@ impl GitHubClient {
             .repo
             .split_once('/')
             .map_or(self.settings.repo.as_str(), |(_, name)| name)
-    }
-
-    pub fn token(&self) -> &str {
-        &self.settings.token
     }
 
     /// `/repos/{owner}/{name}` + `path`.
