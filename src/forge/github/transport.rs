@@ -62,12 +62,14 @@ impl tower::Service<http::Request<OctoBody>> for ApiService {
                         .map_err(|e| ApiError::NotJson(format!("octocrab's request body: {e}")))?,
                 )
             };
-            let path = parts.uri.to_string();
+            // octocrab writes `route?` when a builder's parameters are all unset.
+            let uri = parts.uri.to_string();
+            let path = uri.strip_suffix('?').unwrap_or(&uri);
             let what = WHAT
                 .try_with(Clone::clone)
                 .unwrap_or_else(|_| format!("{} {}", parts.method, parts.uri.path()));
             let response = api
-                .send(parts.method, &path, body.as_ref(), replay, &what)
+                .send(parts.method, path, body.as_ref(), replay, &what)
                 .await?;
             let bytes = match response.body {
                 Value::Null => Vec::new(),
