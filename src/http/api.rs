@@ -88,6 +88,9 @@ pub enum ApiError {
     },
     #[error("the answer is not JSON: {0}")]
     NotJson(String),
+    /// JSON, but not what the typed client reads (a required field missing).
+    #[error("the answer does not have the expected shape: {0}")]
+    Shape(String),
     #[error("{0}; the request may have taken effect, so it was not sent again without checking")]
     Uncertain(String),
 }
@@ -285,12 +288,40 @@ impl Api {
         what: &str,
         lookup: Lookup<'_>,
     ) -> Result<Response, ApiError> {
+        self.write_once(
+            what,
+            || self.send(method.clone(), path, Some(body), Replay::Never, what),
+            || async {
+                lookup().await.map(|found| {
+                    found.map(|body| Response {
+                        status: StatusCode::OK,
+                        headers: HeaderMap::new(),
+                        body,
+                    })
+                })
+            },
+        )
+        .await
+    }
+
+    /// The loop of [`Api::write_checked`] over any sender whose attempts go through this API
+    /// with [`Replay::Never`] (a typed client's call): an [`ApiError::Uncertain`] answer is
+    /// checked with `lookup`, and the write is sent again only when it left nothing behind.
+    pub async fn write_once<T, S, SF, L, LF>(
+        &self,
+        what: &str,
+        send: S,
+        lookup: L,
+    ) -> Result<T, ApiError>
+    where
+        S: Fn() -> SF,
+        SF: Future<Output = Result<T, ApiError>>,
+        L: Fn() -> LF,
+        LF: Future<Output = Result<Option<T>, String>>,
+    {
         let mut attempt = 1;
         loop {
-            let error = match self
-                .send(method.clone(), path, Some(body), Replay::Never, what)
-                .await
-            {
+            let error = match send().await {
                 Err(ApiError::Uncertain(message)) => message,
                 other => return other,
             };
@@ -300,11 +331,7 @@ impl Api {
                         "{}: {what} failed ({error}) but had taken effect; not sent again",
                         self.name
                     );
-                    return Ok(Response {
-                        status: StatusCode::OK,
-                        headers: HeaderMap::new(),
-                        body: found,
-                    });
+                    return Ok(found);
                 }
                 Ok(None) if attempt < self.settings.retry.max_attempts => {
                     let wait = self.settings.retry.backoff(attempt - 1);

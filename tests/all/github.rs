@@ -645,3 +645,27 @@ async fn github_pull_request_is_opened_once_and_found_again() {
         lookups[0].query
     );
 }
+
+#[tokio::test]
+async fn github_answer_without_a_field_octocrab_requires_names_the_field_and_is_not_retried() {
+    let fake = FakeGitHub::start();
+    let number = fake.seed_issue("Title", "Body", "alice");
+    fake.push_fault(
+        Fault::new("GET", &format!("/repos/octo/widgets/issues/{number}"), 200)
+            .body(serde_json::json!({ "number": number, "title": "Title" })),
+    );
+
+    let err = forge(&fake)
+        .thread(&ThreadRef::issue(number))
+        .await
+        .unwrap_err()
+        .to_string();
+
+    assert!(err.contains(&format!("reading #{number}")), "{err}");
+    assert!(
+        err.contains("does not have the expected shape") && err.contains("missing field"),
+        "{err}"
+    );
+    let gets = fake.requests_to("GET", &format!("/repos/octo/widgets/issues/{number}"));
+    assert_eq!(gets.len(), 1, "a wrong shape is not retried");
+}

@@ -1,15 +1,18 @@
-//! A thin hand-written GitHub REST client over [`crate::http::Api`]: base URL from
-//! `GITHUB_API_URL`, bearer token, the headers GitHub asks for, and GitHub's error shapes turned
-//! into errors that say what to fix. Retries, rate limits, same-origin rules and body caps are the
-//! API layer's.
+//! The GitHub REST client: octocrab's typed API sent through [`crate::http::Api`] (see
+//! `transport.rs`): base URL from `GITHUB_API_URL`, bearer token, the headers GitHub asks for,
+//! and GitHub's error shapes turned into errors that say what to fix. Retries, rate limits,
+//! same-origin rules and body caps are the API layer's.
 
+use super::transport;
 use crate::forge::ForgeError;
 pub use crate::http::RetryPolicy;
-use crate::http::{Api, ApiError, ApiSettings, Auth, Lookup, Replay};
-use reqwest::header::HeaderMap;
-use reqwest::{Method, StatusCode};
+use crate::http::{Api, ApiError, ApiSettings, Auth, Replay};
+use octocrab::{Octocrab, Page};
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 pub const API_VERSION: &str = "2022-11-28";
@@ -81,21 +84,6 @@ pub struct Op<'a> {
     pub permission: &'a str,
 }
 
-/// A successful response.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: u16,
-    pub body: Value,
-    pub headers: HeaderMap,
-}
-
-impl Reply {
-    /// The `rel="next"` URL of a `Link` header.
-    pub fn next_link(&self) -> Option<String> {
-        crate::http::next_link(&self.headers)
-    }
-}
-
 /// An HTTP error answer GitHub gave, before it became a [`ForgeError`] (callers that expect a
 /// status, such as 422 on a moved ref, look at it first).
 #[derive(Debug)]
@@ -105,9 +93,20 @@ pub struct Failure {
     pub error: ForgeError,
 }
 
+/// octocrab's typed API over our [`Api`]: `safe` may repeat a write whose first attempt may
+/// have taken effect (GETs, content-addressed git objects, whole-field PATCHes, deduplicated
+/// reactions, compare-and-swap ref moves); `once` never does (a comment, a pull request), and
+/// [`GitHubClient::create`] checks before it sends one again.
+struct Crabs {
+    safe: Octocrab,
+    once: Octocrab,
+}
+
 pub struct GitHubClient {
-    api: Api,
+    api: Arc<Api>,
     settings: GitHubSettings,
+    /// Built on first use: octocrab spawns its request buffer's worker on the current runtime.
+    crabs: OnceLock<Crabs>,
 }
 
 impl std::fmt::Debug for GitHubClient {
@@ -136,11 +135,23 @@ impl GitHubClient {
             max_body_bytes: settings.max_body_bytes,
         })
         .map_err(ForgeError::Other)?;
-        Ok(GitHubClient { api, settings })
+        Ok(GitHubClient {
+            api: Arc::new(api),
+            settings,
+            crabs: OnceLock::new(),
+        })
     }
 
-    pub fn repo(&self) -> &str {
-        &self.settings.repo
+    fn crabs(&self) -> &Crabs {
+        self.crabs.get_or_init(|| Crabs {
+            safe: transport::octocrab(self.api.clone(), Replay::Safe),
+            once: transport::octocrab(self.api.clone(), Replay::Never),
+        })
+    }
+
+    /// The octocrab for reads and writes that may be repeated.
+    pub fn octocrab(&self) -> &Octocrab {
+        &self.crabs().safe
     }
 
     pub fn owner(&self) -> &str {
@@ -150,8 +161,12 @@ impl GitHubClient {
             .map_or(self.settings.repo.as_str(), |(owner, _)| owner)
     }
 
-    pub fn token(&self) -> &str {
-        &self.settings.token
+    /// The repository's name without the owner.
+    pub fn name(&self) -> &str {
+        self.settings
+            .repo
+            .split_once('/')
+            .map_or(self.settings.repo.as_str(), |(_, name)| name)
     }
 
     /// `/repos/{owner}/{name}` + `path`.
@@ -159,74 +174,77 @@ impl GitHubClient {
         format!("/repos/{}{path}", self.settings.repo)
     }
 
-    pub async fn get(&self, path: &str, op: Op<'_>) -> Result<Value, ForgeError> {
-        self.send(Method::GET, path, None, op)
-            .await
-            .map(|r| r.body)
-            .map_err(|f| f.error)
-    }
-
-    /// A POST whose repetition is harmless (content-addressed git objects, a reaction GitHub
-    /// deduplicates); one that creates something new goes through [`GitHubClient::create`].
-    pub async fn post(&self, path: &str, body: &Value, op: Op<'_>) -> Result<Value, ForgeError> {
-        self.send(Method::POST, path, Some(body), op)
-            .await
-            .map(|r| r.body)
-            .map_err(|f| f.error)
-    }
-
-    /// A PATCH that sets whole fields, so sending it twice leaves the same result.
-    pub async fn patch(&self, path: &str, body: &Value, op: Op<'_>) -> Result<Value, ForgeError> {
-        self.send(Method::PATCH, path, Some(body), op)
-            .await
-            .map(|r| r.body)
-            .map_err(|f| f.error)
-    }
-
-    /// A POST that creates something (a comment, a pull request): after a 5xx or a time-out it
-    /// is sent again only when `lookup` finds that the first attempt left nothing behind.
-    pub async fn create(
+    /// One octocrab call; its error says what failed and what to fix.
+    pub async fn call<T>(
         &self,
-        path: &str,
-        body: &Value,
         op: Op<'_>,
-        lookup: Lookup<'_>,
-    ) -> Result<Value, ForgeError> {
-        self.api
-            .write_checked(Method::POST, path, body, op.what, lookup)
+        call: impl Future<Output = octocrab::Result<T>>,
+    ) -> Result<T, ForgeError> {
+        self.call_with_status(op, call).await.map_err(|f| f.error)
+    }
+
+    /// [`GitHubClient::call`] keeping the status of an error answer, for callers that expect
+    /// some (a 422 on a moved ref).
+    pub async fn call_with_status<T>(
+        &self,
+        op: Op<'_>,
+        call: impl Future<Output = octocrab::Result<T>>,
+    ) -> Result<T, Failure> {
+        transport::described(op.what, call)
             .await
-            .map(|r| r.body)
+            .map_err(|e| failure(transport::api_error(e), op))
+    }
+
+    /// A call that creates something (a comment, a pull request), made with the octocrab that
+    /// never repeats a write: after a 5xx or a time-out it is sent again only when `lookup`
+    /// finds that the first attempt left nothing behind.
+    pub async fn create<T, S, SF, L, LF>(
+        &self,
+        op: Op<'_>,
+        send: S,
+        lookup: L,
+    ) -> Result<T, ForgeError>
+    where
+        S: Fn(Octocrab) -> SF,
+        SF: Future<Output = octocrab::Result<T>>,
+        L: Fn() -> LF,
+        LF: Future<Output = Result<Option<T>, String>>,
+    {
+        let once = &self.crabs().once;
+        self.api
+            .write_once(
+                op.what,
+                || async {
+                    transport::described(op.what, send(once.clone()))
+                        .await
+                        .map_err(transport::api_error)
+                },
+                lookup,
+            )
+            .await
             .map_err(|e| failure(e, op).error)
     }
 
-    /// Every item of a paginated list (`per_page=100`, following `Link: rel="next"` on the API
-    /// origin only).
-    pub async fn get_all(&self, path: &str, op: Op<'_>) -> Result<Vec<Value>, ForgeError> {
-        let sep = if path.contains('?') { '&' } else { '?' };
-        self.api
-            .get_all_linked(&format!("{path}{sep}per_page=100"), op.what, MAX_PAGES)
-            .await
-            .map_err(|e| failure(e, op).error)
-    }
-
-    /// One call with the retries its method allows (writes sent here are declared safe to
-    /// repeat); the error keeps the status for callers that expect some.
-    pub async fn send(
+    /// Every item of a list from its first page on, following `Link: rel="next"` (on the API
+    /// origin only: the API layer refuses any other) for at most [`MAX_PAGES`] pages.
+    pub async fn all_pages<T: DeserializeOwned>(
         &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
         op: Op<'_>,
-    ) -> Result<Reply, Failure> {
-        self.api
-            .send(method, path, body, Replay::Safe, op.what)
-            .await
-            .map(|r| Reply {
-                status: r.status.as_u16(),
-                body: r.body,
-                headers: r.headers,
-            })
-            .map_err(|e| failure(e, op))
+        first: impl Future<Output = octocrab::Result<Page<T>>>,
+    ) -> Result<Vec<T>, ForgeError> {
+        let mut page = self.call(op, first).await?;
+        let mut items = page.take_items();
+        for _ in 1..MAX_PAGES {
+            let Some(next) = self
+                .call(op, self.octocrab().get_page::<T>(&page.next))
+                .await?
+            else {
+                break;
+            };
+            page = next;
+            items.extend(page.take_items());
+        }
+        Ok(items)
     }
 }
 

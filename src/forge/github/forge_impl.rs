@@ -1,5 +1,6 @@
-//! The [`Forge`] trait over the GitHub REST API. Comment edits use PATCH (GitHub documents
-//! PATCH; a POST to the comment URL is not an edit).
+//! The [`Forge`] trait over the GitHub REST API, through octocrab's typed calls. Comment edits
+//! use a raw PATCH (GitHub documents PATCH; octocrab's `update_comment` sends POST, which is not
+//! an edit).
 
 use super::client::{GitHubClient, Op};
 use super::pulls;
@@ -7,10 +8,9 @@ use crate::forge::{
     Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
     marker,
 };
-use crate::http::Lookup;
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use octocrab::models::{self, Author, CommentId, IssueState, reactions::ReactionContent};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -52,62 +52,46 @@ impl GitHubForge {
     }
 }
 
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+/// A user's login and whether it is a bot (by type or by the `[bot]` suffix).
+fn login(user: &Author) -> (String, bool) {
+    let bot = user.r#type == "Bot" || user.login.ends_with("[bot]");
+    (user.login.clone(), bot)
 }
 
-fn time(value: &Value, key: &str) -> DateTime<Utc> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map_or_else(Utc::now, |t| t.with_timezone(&Utc))
-}
-
-fn login(user: Option<&Value>) -> (String, bool) {
-    let Some(user) = user else {
-        return (String::new(), false);
-    };
-    let name = text(user, "login");
-    let bot = user.get("type").and_then(Value::as_str) == Some("Bot") || name.ends_with("[bot]");
-    (name, bot)
-}
-
-pub(crate) fn comment_from(value: &Value) -> Result<Comment, ForgeError> {
-    let id = match value.get("id") {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        _ => {
-            return Err(ForgeError::Other(
-                "GitHub returned a comment without an id".into(),
-            ));
-        }
-    };
-    let (author, author_is_bot) = login(value.get("user"));
-    Ok(Comment {
-        id,
+pub(crate) fn comment_from(comment: &models::issues::Comment) -> Comment {
+    let (author, author_is_bot) = login(&comment.user);
+    Comment {
+        id: comment.id.to_string(),
         author,
         author_is_bot,
-        body: text(value, "body"),
-        created_at: time(value, "created_at"),
-        updated_at: time(value, "updated_at"),
-    })
+        body: comment.body.clone().unwrap_or_default(),
+        created_at: comment.created_at,
+        updated_at: comment.updated_at.unwrap_or(comment.created_at),
+    }
 }
 
-fn reaction_content(reaction: Reaction) -> &'static str {
+/// GitHub comment ids are numbers; any other id names no comment.
+fn comment_id(id: &str) -> Result<CommentId, ForgeError> {
+    id.trim()
+        .parse::<u64>()
+        .map(CommentId)
+        .map_err(|_| ForgeError::NotFound {
+            what: format!("comment `{id}` (GitHub comment ids are numbers)"),
+        })
+}
+
+fn reaction_content(reaction: Reaction) -> ReactionContent {
     match reaction {
-        Reaction::Eyes => "eyes",
-        Reaction::ThumbsUp => "+1",
-        Reaction::Rocket => "rocket",
-        Reaction::Confused => "confused",
+        Reaction::Eyes => ReactionContent::Eyes,
+        Reaction::ThumbsUp => ReactionContent::PlusOne,
+        Reaction::Rocket => ReactionContent::Rocket,
+        Reaction::Confused => ReactionContent::Confused,
     }
 }
 
 /// GitHub's `role_name` (or the legacy `permission`) as our permission; unknown roles fail closed.
+/// Read as JSON, not as octocrab's `RepoPermission`: its `permission` field takes the team
+/// values (`pull`, `push`, ...), where this endpoint answers `admin`, `write`, `read`, `none`.
 fn permission_from(body: &Value) -> Permission {
     let role = body
         .get("role_name")
@@ -125,23 +109,33 @@ fn permission_from(body: &Value) -> Permission {
 }
 
 impl GitHubForge {
+    fn issues(&self) -> octocrab::issues::IssueHandler<'_> {
+        self.client
+            .octocrab()
+            .issues(self.client.owner(), self.client.name())
+    }
+
     /// One comment fetched again (the gate checks the current text and edit time).
     async fn issue_comment(&self, comment_id: &str) -> Result<Comment, ForgeError> {
-        let path = self
-            .client
-            .repo_path(&format!("/issues/comments/{comment_id}"));
+        let id = self::comment_id(comment_id)?;
         let what = format!("reading comment {comment_id}");
-        let body = self
-            .client
-            .get(
-                &path,
-                Op {
-                    what: &what,
-                    permission: ISSUES_READ,
-                },
-            )
-            .await?;
-        comment_from(&body)
+        let op = Op {
+            what: &what,
+            permission: ISSUES_READ,
+        };
+        let comment = self.client.call(op, self.issues().get_comment(id)).await?;
+        Ok(comment_from(&comment))
+    }
+
+    async fn all_comments(
+        &self,
+        thread: &ThreadRef,
+        op: Op<'_>,
+    ) -> Result<Vec<Comment>, ForgeError> {
+        let issues = self.issues();
+        let first = issues.list_comments(thread.number).per_page(100).send();
+        let comments = self.client.all_pages(op, first).await?;
+        Ok(comments.iter().map(comment_from).collect())
     }
 }
 
@@ -156,36 +150,23 @@ impl Forge for GitHubForge {
     }
 
     async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
-        let path = self.client.repo_path(&format!("/issues/{}", thread.number));
         let what = format!("reading {thread}");
-        let body = self
+        let op = Op {
+            what: &what,
+            permission: ISSUES_READ,
+        };
+        let issue = self
             .client
-            .get(
-                &path,
-                Op {
-                    what: &what,
-                    permission: ISSUES_READ,
-                },
-            )
+            .call(op, self.issues().get(thread.number))
             .await?;
-        let labels = body
-            .get("labels")
-            .and_then(Value::as_array)
-            .map(|labels| {
-                labels
-                    .iter()
-                    .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
         Ok(Thread {
             thread: *thread,
-            title: text(&body, "title"),
-            body: text(&body, "body"),
-            author: login(body.get("user")).0,
-            url: text(&body, "html_url"),
-            labels,
-            closed: text(&body, "state") == "closed",
+            title: issue.title,
+            body: issue.body.unwrap_or_default(),
+            author: issue.user.login,
+            url: issue.html_url.to_string(),
+            labels: issue.labels.into_iter().map(|l| l.name).collect(),
+            closed: issue.state == IssueState::Closed,
         })
     }
 
@@ -208,7 +189,14 @@ impl Forge for GitHubForge {
             permission: ISSUES_READ,
         };
         let query = json!({ "query": "query { viewer { login } }" });
-        match self.client.post(url, &query, op).await {
+        let asked = self
+            .client
+            .call(
+                op,
+                self.client.octocrab().post::<_, Value>(url, Some(&query)),
+            )
+            .await;
+        match asked {
             Ok(body) => body
                 .pointer("/data/viewer/login")
                 .and_then(Value::as_str)
@@ -223,80 +211,69 @@ impl Forge for GitHubForge {
     }
 
     async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
-        let path = self
-            .client
-            .repo_path(&format!("/issues/{}/comments", thread.number));
         let what = format!("listing the comments of {thread}");
-        let items = self
-            .client
-            .get_all(
-                &path,
-                Op {
-                    what: &what,
-                    permission: ISSUES_READ,
-                },
-            )
-            .await?;
-        items.iter().map(comment_from).collect()
+        let op = Op {
+            what: &what,
+            permission: ISSUES_READ,
+        };
+        self.all_comments(thread, op).await
     }
 
     async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
-        let path = self
-            .client
-            .repo_path(&format!("/issues/{}/comments", thread.number));
         let what = format!("posting a comment on {thread}");
         let op = Op {
             what: &what,
             permission: ISSUES_WRITE,
         };
-        let key = marker::key_in(body).map(str::to_owned);
-        let lookup: Lookup<'_> = Box::new(|| {
-            let key = key.clone();
-            let path = path.clone();
-            Box::pin(async move {
-                let Some(key) = key else {
-                    return Err("the comment carries no idempotency marker to look for".to_owned());
-                };
-                let items = self
-                    .client
-                    .get_all(&path, op)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(items.into_iter().find(|c| {
-                    c.get("body")
-                        .and_then(Value::as_str)
-                        .and_then(marker::key_in)
-                        == Some(key.as_str())
-                }))
-            })
-        });
-        let reply = self
-            .client
-            .create(&path, &json!({ "body": body }), op, lookup)
-            .await?;
-        comment_from(&reply)
+        let key = marker::key_in(body);
+        let owner = self.client.owner();
+        let name = self.client.name();
+        let lookup = || async {
+            let Some(key) = key else {
+                return Err("the comment carries no idempotency marker to look for".to_owned());
+            };
+            let comments = self
+                .all_comments(thread, op)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(comments
+                .into_iter()
+                .find(|c| marker::key_in(&c.body) == Some(key)))
+        };
+        self.client
+            .create(
+                op,
+                |once| async move {
+                    once.issues(owner, name)
+                        .create_comment(thread.number, body)
+                        .await
+                        .map(|c| comment_from(&c))
+                },
+                lookup,
+            )
+            .await
     }
 
+    /// A raw PATCH: octocrab's `update_comment` sends POST, where GitHub documents PATCH.
     async fn update_comment(
         &self,
         thread: &ThreadRef,
         comment_id: &str,
         body: &str,
     ) -> Result<(), ForgeError> {
-        let path = self
-            .client
-            .repo_path(&format!("/issues/comments/{comment_id}"));
+        let id = self::comment_id(comment_id)?;
+        let path = self.client.repo_path(&format!("/issues/comments/{id}"));
         let what = format!("editing comment {comment_id} on {thread}");
-        self.client
-            .patch(
-                &path,
-                &json!({ "body": body }),
-                Op {
-                    what: &what,
-                    permission: ISSUES_WRITE,
-                },
-            )
-            .await?;
+        let op = Op {
+            what: &what,
+            permission: ISSUES_WRITE,
+        };
+        let body = json!({ "body": body });
+        let patch = self
+            .client
+            .octocrab()
+            .patch::<models::issues::Comment, _, _>(path, Some(&body));
+        self.client.call(op, patch).await?;
         Ok(())
     }
 
@@ -305,17 +282,12 @@ impl Forge for GitHubForge {
             .client
             .repo_path(&format!("/collaborators/{user}/permission"));
         let what = format!("checking the repository permission of {user}");
-        match self
-            .client
-            .get(
-                &path,
-                Op {
-                    what: &what,
-                    permission: "contents: read (metadata)",
-                },
-            )
-            .await
-        {
+        let op = Op {
+            what: &what,
+            permission: "contents: read (metadata)",
+        };
+        let get = self.client.octocrab().get::<Value, _, ()>(path, None);
+        match self.client.call(op, get).await {
             Ok(body) => Ok(permission_from(&body)),
             // Not a collaborator (or not a user): no access, which the gate refuses.
             Err(ForgeError::NotFound { .. }) => Ok(Permission::None),
@@ -329,28 +301,28 @@ impl Forge for GitHubForge {
         comment_id: Option<&str>,
         reaction: Reaction,
     ) -> Result<(), ForgeError> {
-        let (path, what) = match comment_id {
-            Some(id) => (
-                self.client
-                    .repo_path(&format!("/issues/comments/{id}/reactions")),
-                format!("reacting to comment {id}"),
-            ),
-            None => (
-                self.client
-                    .repo_path(&format!("/issues/{}/reactions", thread.number)),
-                format!("reacting to {thread}"),
-            ),
-        };
-        self.client
-            .post(
-                &path,
-                &json!({ "content": reaction_content(reaction) }),
-                Op {
+        let content = reaction_content(reaction);
+        let issues = self.issues();
+        match comment_id {
+            Some(id) => {
+                let what = format!("reacting to comment {id}");
+                let op = Op {
                     what: &what,
                     permission: ISSUES_WRITE,
-                },
-            )
-            .await?;
+                };
+                let react = issues.create_comment_reaction(self::comment_id(id)?, content);
+                self.client.call(op, react).await?;
+            }
+            None => {
+                let what = format!("reacting to {thread}");
+                let op = Op {
+                    what: &what,
+                    permission: ISSUES_WRITE,
+                };
+                let react = issues.create_reaction(thread.number, content);
+                self.client.call(op, react).await?;
+            }
+        }
         Ok(())
     }
 
@@ -387,12 +359,11 @@ mod tests {
     }
 
     #[test]
-    fn bots_are_recognised_by_type_or_suffix() {
-        let c = comment_from(
-            &json!({"id": 5, "body": "x", "user": {"login": "renovate[bot]", "type": "User"}}),
-        )
-        .unwrap();
-        assert!(c.author_is_bot);
-        assert_eq!(c.id, "5");
+    fn comment_ids_are_numbers() {
+        assert_eq!(comment_id(" 42 ").unwrap(), CommentId(42));
+        assert!(matches!(
+            comment_id("note_7"),
+            Err(ForgeError::NotFound { .. })
+        ));
     }
 }

@@ -12,7 +12,9 @@ use crate::history::{Entry, jsonl};
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use base64::Engine as _;
-use reqwest::Method;
+use octocrab::models::git::{CreateTreeEntry, GitTreeEntry};
+use octocrab::models::repos::Object;
+use octocrab::params::repos::Reference;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,45 +76,54 @@ impl GitHubHistory {
         }
     }
 
+    fn git(&self) -> octocrab::git::GitHandler<'_> {
+        self.client
+            .octocrab()
+            .git(self.client.owner(), self.client.name())
+    }
+
+    fn reference(&self) -> Reference {
+        Reference::Branch(self.branch.clone())
+    }
+
     async fn tip(&self) -> Result<Option<Tip>, ForgeError> {
         let what = format!("reading the history branch `{}`", self.branch);
-        let path = self
+        let reference = self.reference();
+        let reference = match self
             .client
-            .repo_path(&format!("/git/ref/heads/{}", self.branch));
-        let reference = match self.client.get(&path, self.op(&what)).await {
+            .call(self.op(&what), self.git().get_ref(&reference))
+            .await
+        {
             Ok(reference) => reference,
             Err(ForgeError::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let commit = reference
-            .pointer("/object/sha")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))?
-            .to_owned();
-        let path = self.client.repo_path(&format!("/git/commits/{commit}"));
-        let body = self.client.get(&path, self.op(&what)).await?;
-        let tree = body
-            .pointer("/tree/sha")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                ForgeError::Other(format!(
-                    "GitHub answered {what} with a commit without a tree"
-                ))
-            })?
-            .to_owned();
-        Ok(Some(Tip { commit, tree }))
+        let commit = match reference.object {
+            Object::Commit { sha, .. } => sha,
+            _ => {
+                return Err(ForgeError::Other(format!(
+                    "GitHub answered {what} with a ref that is not a commit"
+                )));
+            }
+        };
+        let body = self
+            .client
+            .call(self.op(&what), self.git().get_commit(commit.as_str()))
+            .await?;
+        Ok(Some(Tip {
+            commit,
+            tree: body.tree.sha,
+        }))
     }
 
     /// The entries of a tree (not recursive).
-    async fn tree_entries(&self, tree: &str) -> Result<Vec<Value>, ForgeError> {
+    async fn tree_entries(&self, tree: &str) -> Result<Vec<GitTreeEntry>, ForgeError> {
         let what = format!("reading a tree of the history branch `{}`", self.branch);
-        let path = self.client.repo_path(&format!("/git/trees/{tree}"));
-        let body = self.client.get(&path, self.op(&what)).await?;
-        Ok(body
-            .get("tree")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default())
+        let tree = self
+            .client
+            .call(self.op(&what), self.git().get_tree(tree).send())
+            .await?;
+        Ok(tree.tree)
     }
 
     /// Walks `path` from the root tree; the sha of the last component (of type `kind`, `blob`
@@ -128,13 +139,11 @@ impl GitHubHistory {
         for (i, part) in parts.iter().enumerate() {
             let entries = self.tree_entries(&current).await?;
             let last = i + 1 == parts.len();
-            let found = entries.iter().find(|e| {
-                e.get("path").and_then(Value::as_str) == Some(part)
-                    && e.get("type").and_then(Value::as_str)
-                        == Some(if last { kind } else { "tree" })
-            });
-            match found.and_then(|e| e.get("sha")).and_then(Value::as_str) {
-                Some(sha) => current = sha.to_owned(),
+            let found = entries
+                .into_iter()
+                .find(|e| e.path == *part && e.r#type == if last { kind } else { "tree" });
+            match found {
+                Some(entry) => current = entry.sha,
                 None => return Ok(None),
             }
         }
@@ -143,11 +152,13 @@ impl GitHubHistory {
 
     async fn read_blob(&self, sha: &str) -> Result<Vec<u8>, ForgeError> {
         let what = format!("reading a history file on `{}`", self.branch);
-        let path = self.client.repo_path(&format!("/git/blobs/{sha}"));
-        let body = self.client.get(&path, self.op(&what)).await?;
-        let content = body.get("content").and_then(Value::as_str).unwrap_or("");
-        let bytes = match body.get("encoding").and_then(Value::as_str) {
-            Some("base64") => {
+        let blob = self
+            .client
+            .call(self.op(&what), self.git().get_blob(sha))
+            .await?;
+        let content = blob.content.as_str();
+        let bytes = match blob.encoding.as_str() {
+            "base64" => {
                 let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
                 base64::engine::general_purpose::STANDARD
                     .decode(compact)
@@ -206,62 +217,57 @@ impl GitHubHistory {
         message: &str,
     ) -> Result<Tip, ForgeError> {
         let what = format!("committing {path} to `{}`", self.branch);
+        let entry = CreateTreeEntry::new(path, "100644", "blob");
         let entry = match bytes.map(|b| (b, std::str::from_utf8(b))) {
             // UTF-8 goes inline in the tree request, which saves the blob request.
-            Some((_, Ok(text))) => {
-                json!({ "path": path, "mode": "100644", "type": "blob", "content": text })
-            }
+            Some((_, Ok(text))) => Some(entry.with_content(text)),
             // Anything else as a base64 blob: earlier lines are kept byte for byte.
-            Some((text, Err(_))) => {
-                let blob = self
-                    .client
-                    .post(
-                        &self.client.repo_path("/git/blobs"),
-                        &json!({
-                            "content": base64::engine::general_purpose::STANDARD.encode(text),
-                            "encoding": "base64",
-                        }),
-                        self.op(&what),
-                    )
-                    .await?;
-                let sha = blob.get("sha").and_then(Value::as_str).unwrap_or_default();
-                json!({ "path": path, "mode": "100644", "type": "blob", "sha": sha })
+            Some((bytes, Err(_))) => {
+                let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+                let create = self.git().create_blob(content).encoding("base64").send();
+                let blob = self.client.call(self.op(&what), create).await?;
+                Some(entry.with_sha(blob.sha))
             }
-            None => json!({ "path": path, "mode": "100644", "type": "blob", "sha": null }),
+            None => None,
         };
-        let mut tree_request = json!({ "tree": [entry] });
-        if let Some(tip) = tip {
-            tree_request["base_tree"] = json!(tip.tree);
-        }
-        let tree = self
-            .client
-            .post(
-                &self.client.repo_path("/git/trees"),
-                &tree_request,
-                self.op(&what),
-            )
-            .await?;
-        let tree_sha = tree
-            .get("sha")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a tree sha")))?
-            .to_owned();
-        let parents: Vec<&str> = tip.map(|t| t.commit.as_str()).into_iter().collect();
-        let commit = self
-            .client
-            .post(
-                &self.client.repo_path("/git/commits"),
-                &json!({ "message": message, "tree": tree_sha, "parents": parents }),
-                self.op(&what),
-            )
-            .await?;
-        let commit = commit
-            .get("sha")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a sha")))?;
+        let tree_sha = match entry {
+            Some(entry) => {
+                let mut create = self.git().create_tree(vec![entry]);
+                if let Some(tip) = tip {
+                    create = create.base_tree(tip.tree.as_str());
+                }
+                self.client.call(self.op(&what), create.send()).await?.sha
+            }
+            // A deletion is `"sha": null`, which octocrab's tree entry cannot say: a raw POST.
+            None => {
+                let mut request = json!({ "tree": [
+                    { "path": path, "mode": "100644", "type": "blob", "sha": null }
+                ] });
+                if let Some(tip) = tip {
+                    request["base_tree"] = json!(tip.tree);
+                }
+                let route = self.client.repo_path("/git/trees");
+                let post = self
+                    .client
+                    .octocrab()
+                    .post::<_, Value>(route, Some(&request));
+                let tree = self.client.call(self.op(&what), post).await?;
+                tree.get("sha")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        ForgeError::Other(format!("GitHub answered {what} without a tree sha"))
+                    })?
+                    .to_owned()
+            }
+        };
+        let parents: Vec<String> = tip.map(|t| t.commit.clone()).into_iter().collect();
+        let create = self
+            .git()
+            .create_commit(message, tree_sha.as_str())
+            .parents(parents);
+        let commit = self.client.call(self.op(&what), create.send()).await?;
         Ok(Tip {
-            commit,
+            commit: commit.sha,
             tree: tree_sha,
         })
     }
@@ -269,31 +275,20 @@ impl GitHubHistory {
     /// Moves (or creates) the branch to `commit`.
     async fn move_branch(&self, tip: Option<&Tip>, commit: &str) -> Result<Written, ForgeError> {
         let what = format!("updating the history branch `{}`", self.branch);
+        let reference = self.reference();
         let result = match tip {
             Some(_) => {
-                let path = self
-                    .client
-                    .repo_path(&format!("/git/refs/heads/{}", self.branch));
-                self.client
-                    .send(
-                        Method::PATCH,
-                        &path,
-                        Some(&json!({ "sha": commit, "force": false })),
-                        self.op(&what),
-                    )
-                    .await
+                let update = self
+                    .git()
+                    .update_ref(&reference, commit)
+                    .force(false)
+                    .send();
+                self.client.call_with_status(self.op(&what), update).await
             }
             None => {
-                self.client
-                    .send(
-                        Method::POST,
-                        &self.client.repo_path("/git/refs"),
-                        Some(
-                            &json!({ "ref": format!("refs/heads/{}", self.branch), "sha": commit }),
-                        ),
-                        self.op(&what),
-                    )
-                    .await
+                let git = self.git();
+                let create = git.create_ref(&reference, commit);
+                self.client.call_with_status(self.op(&what), create).await
             }
         };
         match result {
@@ -406,19 +401,15 @@ impl HistoryBackend for GitHubHistory {
         };
         let mut threads = Vec::new();
         for kind_dir in self.tree_entries(&dir).await.map_err(backend)? {
-            let name = kind_dir.get("path").and_then(Value::as_str).unwrap_or("");
-            let (Some(kind), Some(sha)) = (
-                ThreadKind::from_dir_name(name),
-                kind_dir.get("sha").and_then(Value::as_str),
-            ) else {
+            let Some(kind) = ThreadKind::from_dir_name(&kind_dir.path) else {
                 continue;
             };
-            if kind_dir.get("type").and_then(Value::as_str) != Some("tree") {
+            if kind_dir.r#type != "tree" {
                 continue;
             }
-            for file in self.tree_entries(sha).await.map_err(backend)? {
-                let file_name = file.get("path").and_then(Value::as_str).unwrap_or("");
-                if let Some(number) = file_name
+            for file in self.tree_entries(&kind_dir.sha).await.map_err(backend)? {
+                if let Some(number) = file
+                    .path
                     .strip_suffix(".jsonl")
                     .and_then(|n| n.parse::<u64>().ok())
                 {

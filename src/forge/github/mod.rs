@@ -1,4 +1,4 @@
-//! GitHub: a hand-written REST client (see `client.rs` for why not octocrab), the [`Forge`]
+//! GitHub: octocrab's typed API over our HTTP layer (`client.rs`, `transport.rs`), the [`Forge`]
 //! implementation, the history branch through the git data API, and pull requests.
 //!
 //! [`Forge`]: crate::forge::Forge
@@ -7,6 +7,7 @@ pub mod client;
 pub mod forge_impl;
 pub mod history_branch;
 pub mod pulls;
+mod transport;
 
 pub use client::{GitHubClient, GitHubSettings, RetryPolicy};
 pub use forge_impl::GitHubForge;

@@ -4,20 +4,20 @@
 
 use super::client::{GitHubClient, Op};
 use crate::forge::{ForgeError, PullRequestRef, PullRequestRequest, marker};
-use crate::http::Lookup;
-use serde_json::{Value, json};
+use octocrab::models::pulls::PullRequest;
+use octocrab::params::State;
 
 const PULLS_WRITE: &str = "pull-requests: write";
 
-fn pull_ref(value: &Value) -> Option<PullRequestRef> {
-    Some(PullRequestRef {
-        number: value.get("number")?.as_u64()?,
-        url: value
-            .get("html_url")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-    })
+fn pull_ref(pull: &PullRequest) -> PullRequestRef {
+    PullRequestRef {
+        number: pull.number,
+        url: pull
+            .html_url
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+    }
 }
 
 pub async fn open(
@@ -32,25 +32,27 @@ pub async fn open(
         what: &what,
         permission: PULLS_WRITE,
     };
-    let body = json!({
-        "title": request.title,
-        "head": request.head,
-        "base": request.base,
-        "body": request.body,
-    });
-    let lookup: Lookup<'_> = Box::new(|| {
-        Box::pin(async move {
-            existing_json(client, request, op)
-                .await
-                .map_err(|e| e.to_string())
-        })
-    });
-    match client
-        .create(&client.repo_path("/pulls"), &body, op, lookup)
-        .await
-    {
-        Ok(reply) => pull_ref(&reply)
-            .ok_or_else(|| ForgeError::Other(format!("GitHub answered {what} without a number"))),
+    let lookup = || async {
+        existing(client, request, op)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let created = client
+        .create(
+            op,
+            |once| async move {
+                once.pulls(client.owner(), client.name())
+                    .create(&request.title, &request.head, &request.base)
+                    .body(request.body.as_str())
+                    .send()
+                    .await
+                    .map(|pull| pull_ref(&pull))
+            },
+            lookup,
+        )
+        .await;
+    match created {
+        Ok(pull) => Ok(pull),
         Err(ForgeError::Unprocessable { message, .. }) if message.contains("already exists") => {
             existing(client, request, op).await?.ok_or_else(|| {
                 ForgeError::Other(format!(
@@ -69,33 +71,20 @@ async fn existing(
     request: &PullRequestRequest,
     op: Op<'_>,
 ) -> Result<Option<PullRequestRef>, ForgeError> {
-    Ok(existing_json(client, request, op)
-        .await?
-        .as_ref()
-        .and_then(pull_ref))
-}
-
-async fn existing_json(
-    client: &GitHubClient,
-    request: &PullRequestRequest,
-    op: Op<'_>,
-) -> Result<Option<Value>, ForgeError> {
     let head = if request.head.contains(':') {
         request.head.clone()
     } else {
         format!("{}:{}", client.owner(), request.head)
     };
-    let query: String = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("head", &head)
-        .append_pair("base", &request.base)
-        .append_pair("state", "open")
-        .finish();
-    let list = client
-        .get(&client.repo_path(&format!("/pulls?{query}")), op)
-        .await?;
-    Ok(list
-        .as_array()
-        .and_then(|items| items.iter().find(|item| pull_ref(item).is_some()).cloned()))
+    let pulls = client.octocrab().pulls(client.owner(), client.name());
+    let list = pulls
+        .list()
+        .head(head)
+        .base(&request.base)
+        .state(State::Open)
+        .send();
+    let page = client.call(op, list).await?;
+    Ok(page.items.first().map(pull_ref))
 }
 
 /// The pull request (open or closed) whose body carries the idempotency marker `key`.
@@ -103,23 +92,15 @@ pub async fn find_by_key(
     client: &GitHubClient,
     key: &str,
 ) -> Result<Option<PullRequestRef>, ForgeError> {
-    let what = "looking for a pull request opened by an earlier attempt";
-    let items = client
-        .get_all(
-            &client.repo_path("/pulls?state=all"),
-            Op {
-                what,
-                permission: PULLS_WRITE,
-            },
-        )
-        .await?;
-    Ok(items
+    let op = Op {
+        what: "looking for a pull request opened by an earlier attempt",
+        permission: PULLS_WRITE,
+    };
+    let pulls = client.octocrab().pulls(client.owner(), client.name());
+    let first = pulls.list().state(State::All).per_page(100).send();
+    let pulls = client.all_pages(op, first).await?;
+    Ok(pulls
         .iter()
-        .filter(|pull| {
-            pull.get("body")
-                .and_then(Value::as_str)
-                .and_then(marker::key_in)
-                == Some(key)
-        })
-        .find_map(pull_ref))
+        .find(|pull| pull.body.as_deref().and_then(marker::key_in) == Some(key))
+        .map(pull_ref))
 }

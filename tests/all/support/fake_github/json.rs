@@ -53,14 +53,28 @@ pub fn user(login: &str) -> Value {
     } else {
         "User"
     };
+    // GitHub's `simple-user`: every field its OpenAPI description requires.
+    let api = format!("https://api.github.com/users/{login}");
     json!({
         "login": login,
         "id": user_id(login),
         "node_id": format!("U_{}", user_id(login)),
+        "avatar_url": format!("https://avatars.githubusercontent.com/u/{}?v=4", user_id(login)),
+        "gravatar_id": "",
+        "url": api,
+        "html_url": format!("https://github.com/{login}"),
+        "followers_url": format!("{api}/followers"),
+        "following_url": format!("{api}/following{{/other_user}}"),
+        "gists_url": format!("{api}/gists{{/gist_id}}"),
+        "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+        "subscriptions_url": format!("{api}/subscriptions"),
+        "organizations_url": format!("{api}/orgs"),
+        "repos_url": format!("{api}/repos"),
+        "events_url": format!("{api}/events{{/privacy}}"),
+        "received_events_url": format!("{api}/received_events"),
         "type": kind,
         "site_admin": false,
-        "html_url": format!("https://github.com/{login}"),
-        "url": format!("https://api.github.com/users/{login}"),
+        "user_view_type": "public",
     })
 }
 
@@ -106,15 +120,23 @@ pub fn issue(state: &State, issue: &Issue) -> Value {
         "node_id": format!("I_{}", issue.number),
         "url": url,
         "repository_url": repo_url,
+        "labels_url": format!("{url}/labels{{/name}}"),
         "comments_url": format!("{url}/comments"),
+        "events_url": format!("{url}/events"),
         "html_url": format!("https://github.com/{}/{kind}/{}", state.full_name(), issue.number),
         "number": issue.number,
         "title": issue.title,
         "body": issue.body,
         "user": user(&issue.user),
-        "labels": issue.labels.iter().map(|name| json!({ "name": name })).collect::<Vec<_>>(),
+        "labels": issue.labels.iter().map(|name| label(state, name)).collect::<Vec<_>>(),
         "state": issue.state,
+        "state_reason": null,
+        "assignee": null,
+        "assignees": [],
+        "milestone": null,
         "locked": false,
+        "active_lock_reason": null,
+        "closed_at": null,
         "comments": comments,
         "author_association": association(state, &issue.user),
         "created_at": date(issue.created_at),
@@ -125,9 +147,28 @@ pub fn issue(state: &State, issue: &Issue) -> Value {
         value["pull_request"] = json!({
             "url": format!("{repo_url}/pulls/{}", issue.number),
             "html_url": format!("https://github.com/{}/pull/{}", state.full_name(), issue.number),
+            "diff_url": format!("https://github.com/{}/pull/{}.diff", state.full_name(), issue.number),
+            "patch_url": format!("https://github.com/{}/pull/{}.patch", state.full_name(), issue.number),
         });
     }
     value
+}
+
+/// A label as GitHub's `label` schema has it (the fake keeps only names).
+fn label(state: &State, name: &str) -> Value {
+    let id = name
+        .bytes()
+        .fold(7_u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+        % 1_000_000;
+    json!({
+        "id": id,
+        "node_id": format!("LA_{id}"),
+        "url": format!("{}/repos/{}/labels/{name}", state.base_url, state.full_name()),
+        "name": name,
+        "description": null,
+        "color": "ededed",
+        "default": false,
+    })
 }
 
 pub fn comment(state: &State, comment: &Comment) -> Value {
