@@ -188,6 +188,7 @@ fn varied_body(i: u64) -> EntryBody {
             status: RunStatus::Completed,
             usage: UsageTotals::default(),
             pull_request: None,
+            structured_output: None,
         },
     }
 }
@@ -656,6 +657,7 @@ fn crafted_history() -> Vec<Entry> {
                 status: RunStatus::WaitingForAnswer,
                 usage: usage(3, 1000, 200, 0.02),
                 pull_request: None,
+                structured_output: None,
             },
         ),
         (
@@ -740,6 +742,7 @@ fn crafted_history() -> Vec<Entry> {
                 status: RunStatus::Completed,
                 usage: usage(2, 500, 100, 0.01),
                 pull_request: Some("https://example.com/pr/1".into()),
+                structured_output: None,
             },
         ),
     ];
@@ -1166,6 +1169,7 @@ fn run_finished() -> EntryBody {
         status: RunStatus::Completed,
         usage: UsageTotals::default(),
         pull_request: None,
+        structured_output: None,
     }
 }
 

@@ -162,11 +162,22 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         })
         .sum();
     assert_eq!(counted as usize, sent.len());
+    // The structured-output mode `auto` settled on is recorded: the scripted OpenAI-format
+    // server accepts response_format; the Anthropic format forces a tool call.
+    let mode = match wire {
+        Wire::OpenAi => "json_schema",
+        Wire::Anthropic => "tool",
+    };
     let finished = entries.last().unwrap();
     match &finished.body {
-        EntryBody::RunFinished { usage, .. } => {
+        EntryBody::RunFinished {
+            usage,
+            structured_output,
+            ..
+        } => {
             assert_eq!(usage.calls as usize, sent.len());
             assert!(usage.wasted_calls >= 1, "{usage:?}");
+            assert_eq!(structured_output.as_deref(), Some(mode));
         }
         other => panic!("the last entry is {other:?}"),
     }
@@ -183,7 +194,35 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         .output()
         .unwrap();
     assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
-    assert!(text(&show.stdout).contains("t1"), "{}", text(&show.stdout));
+    let shown = text(&show.stdout);
+    assert!(shown.contains("t1"), "{shown}");
+    assert!(
+        shown.contains(&format!("(structured output: {mode})")),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_run_finished_line_written_before_the_mode_was_recorded_still_parses() {
+    let old = r#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05Z","run_id":"r1","type":"run_finished","status":"completed","usage":{"calls":2,"prompt_tokens":10,"completion_tokens":5}}"#;
+    let parsed = jsonl::parse(&format!("{old}\n"));
+    assert!(parsed.corrupt.is_empty(), "{:?}", parsed.corrupt);
+    match &parsed.entries[0].body {
+        EntryBody::RunFinished {
+            structured_output,
+            usage,
+            ..
+        } => {
+            assert_eq!(*structured_output, None);
+            assert_eq!(usage.calls, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    // And a line with the mode names it back.
+    let new = old.replace(r#""status""#, r#""structured_output":"prompt","status""#);
+    let parsed = jsonl::parse(&format!("{new}\n"));
+    assert!(matches!(&parsed.entries[0].body,
+        EntryBody::RunFinished { structured_output: Some(mode), .. } if mode == "prompt"));
 }
 
 /// Peak resident memory of this process's waited-for children (the `replan` runs), in bytes.
