@@ -100,8 +100,15 @@ pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
     }
 }
 
+/// Longest string and longest list a structured reply's schema allows. Servers that turn the
+/// schema into a grammar (llama.cpp, vLLM, Ollama) then cannot let a weak model repeat one phrase
+/// until the output limit or the time-out, as SmolLM2-135M did in a plan's `reasoning`; no
+/// field of a reply needs more (a plan has at most `planning.max_subtasks`, 100 by default).
+pub const MAX_STRING_CHARS: u64 = 500;
+pub const MAX_LIST_ITEMS: u64 = 100;
+
 /// Tightens a generated schema with what the type cannot say: `tool` fields name one of
-/// `tool_names`, `confidence` fields lie in 0..1.
+/// `tool_names`, `confidence` fields lie in 0..1, strings and lists are bounded.
 pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
     use serde_json::Value;
     match schema {
@@ -126,6 +133,19 @@ pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
                     if name == "confidence" && is("number") {
                         property.insert("minimum".into(), serde_json::json!(0.0));
                         property.insert("maximum".into(), serde_json::json!(1.0));
+                    }
+                    if is("string") && !property.contains_key("enum") {
+                        property
+                            .entry("maxLength")
+                            .or_insert(MAX_STRING_CHARS.into());
+                    }
+                    if is("array") {
+                        property.entry("maxItems").or_insert(MAX_LIST_ITEMS.into());
+                        if let Some(Value::Object(items)) = property.get_mut("items")
+                            && items.get("type").is_some_and(|t| t == "string")
+                        {
+                            items.entry("maxLength").or_insert(MAX_STRING_CHARS.into());
+                        }
                     }
                 }
             }
@@ -362,7 +382,30 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
     let mut first_error: Option<String> = None;
     let conversation = request.messages.len();
     loop {
-        let response = llm.chat(&request).await?;
+        let response = match llm.chat(&request).await {
+            Ok(response) => response,
+            // The budget wrapper already re-asked it with a lower limit: a model that cannot
+            // answer in time gave an unusable reply, and the caller's fallback applies (its
+            // attempts are in the metered usage, which the run records).
+            Err(LlmError::Timeout { seconds }) => {
+                let error = format!(
+                    "the model gave no reply within {seconds}s (llm.timeout_seconds), even with a lower output limit"
+                );
+                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; the caller falls back");
+                return Ok(StructuredReply {
+                    value: Err(StructuredFailure {
+                        error,
+                        raw_reply: String::new(),
+                    }),
+                    usage,
+                    cost_usd,
+                    calls: attempts.calls,
+                    attempts,
+                    reasked: first_error.is_some(),
+                });
+            }
+            Err(other) => return Err(other),
+        };
         let mut these = response.attempts;
         if these.calls == 0 {
             // An unmetered provider: one call.
@@ -563,6 +606,24 @@ mod tests {
         );
         assert_eq!(properties["confidence"]["minimum"], 0.0);
         assert_eq!(properties["confidence"]["maximum"], 1.0);
+    }
+
+    #[test]
+    fn the_schema_bounds_strings_and_lists_but_not_enums() {
+        #[derive(Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Reply {
+            reasoning: String,
+            steps: Vec<String>,
+            tool: String,
+        }
+        let mut schema = schema_for::<Reply>().schema;
+        constrain_schema(&mut schema, &["read_file".to_string()]);
+        let properties = &schema["properties"];
+        assert_eq!(properties["reasoning"]["maxLength"], MAX_STRING_CHARS);
+        assert_eq!(properties["steps"]["maxItems"], MAX_LIST_ITEMS);
+        assert_eq!(properties["steps"]["items"]["maxLength"], MAX_STRING_CHARS);
+        assert!(properties["tool"].get("maxLength").is_none());
     }
 
     #[test]
