@@ -100,15 +100,8 @@ pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
     }
 }
 
-/// Longest string and longest list a structured reply's schema allows. Servers that turn the
-/// schema into a grammar (llama.cpp, vLLM, Ollama) then cannot let a weak model repeat one phrase
-/// until the output limit or the time-out, as SmolLM2-135M did in a plan's `reasoning`; no
-/// field of a reply needs more (a plan has at most `planning.max_subtasks`, 100 by default).
-pub const MAX_STRING_CHARS: u64 = 500;
-pub const MAX_LIST_ITEMS: u64 = 100;
-
 /// Tightens a generated schema with what the type cannot say: `tool` fields name one of
-/// `tool_names`, `confidence` fields lie in 0..1, strings and lists are bounded.
+/// `tool_names` (and so do the items of `required_tools`), `confidence` fields lie in 0..1.
 pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
     use serde_json::Value;
     match schema {
@@ -134,18 +127,12 @@ pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
                         property.insert("minimum".into(), serde_json::json!(0.0));
                         property.insert("maximum".into(), serde_json::json!(1.0));
                     }
-                    if is("string") && !property.contains_key("enum") {
-                        property
-                            .entry("maxLength")
-                            .or_insert(MAX_STRING_CHARS.into());
-                    }
-                    if is("array") {
-                        property.entry("maxItems").or_insert(MAX_LIST_ITEMS.into());
-                        if let Some(Value::Object(items)) = property.get_mut("items")
-                            && items.get("type").is_some_and(|t| t == "string")
-                        {
-                            items.entry("maxLength").or_insert(MAX_STRING_CHARS.into());
-                        }
+                    if name == "required_tools"
+                        && !tool_names.is_empty()
+                        && let Some(Value::Object(items)) = property.get_mut("items")
+                    {
+                        let allowed = tool_names.iter().map(|n| Value::from(n.as_str())).collect();
+                        items.insert("enum".into(), Value::Array(allowed));
                     }
                 }
             }
@@ -352,7 +339,8 @@ pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 }
 
 fn reask_message(template: &str, error: &str, schema: &ResponseSchema) -> String {
-    let schema_text = serde_json::to_string_pretty(&schema.schema).unwrap_or_default();
+    // Compact: a pretty-printed plan schema cost a slow model more prompt than the plan itself.
+    let schema_text = serde_json::to_string(&schema.schema).unwrap_or_default();
     template
         .replace("{error}", error)
         .replace("{schema}", &schema_text)
@@ -609,21 +597,21 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_bounds_strings_and_lists_but_not_enums() {
+    fn the_required_tools_of_a_subtask_are_the_tools_of_the_run() {
         #[derive(Deserialize, JsonSchema)]
         #[allow(dead_code)]
-        struct Reply {
-            reasoning: String,
-            steps: Vec<String>,
-            tool: String,
+        struct Subtask {
+            required_tools: Vec<String>,
+            dependencies: Vec<String>,
         }
-        let mut schema = schema_for::<Reply>().schema;
+        let mut schema = schema_for::<Subtask>().schema;
         constrain_schema(&mut schema, &["read_file".to_string()]);
         let properties = &schema["properties"];
-        assert_eq!(properties["reasoning"]["maxLength"], MAX_STRING_CHARS);
-        assert_eq!(properties["steps"]["maxItems"], MAX_LIST_ITEMS);
-        assert_eq!(properties["steps"]["items"]["maxLength"], MAX_STRING_CHARS);
-        assert!(properties["tool"].get("maxLength").is_none());
+        assert!(properties["dependencies"]["items"].get("enum").is_none());
+        assert_eq!(
+            properties["required_tools"]["items"]["enum"],
+            serde_json::json!(["read_file"])
+        );
     }
 
     #[test]

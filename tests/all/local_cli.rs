@@ -445,12 +445,24 @@ mod real_model {
             .iter()
             .filter(|e| matches!(e.body, EntryBody::Action { .. }))
             .count();
-        let Some(EntryBody::RunFinished { status, usage, .. }) = entries.last().map(|e| &e.body)
+        let Some(EntryBody::RunFinished {
+            status,
+            usage,
+            structured_output,
+            ..
+        }) = entries.last().map(|e| &e.body)
         else {
             panic!("the history does not end with run_finished: {entries:?}");
         };
+        let tools: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.body {
+                EntryBody::Action { tool, outcome, .. } => Some(format!("{tool} ({outcome:?})")),
+                _ => None,
+            })
+            .collect();
         eprintln!(
-            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions",
+            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions {tools:?}, structured output {structured_output:?}",
             usage.calls,
             wall.as_secs_f64(),
             usage.wall_ms as f64 / 1000.0,
@@ -459,6 +471,15 @@ mod real_model {
         );
         assert!(actions > 0, "the cycle never reached execution:\n{stdout}");
         assert!(usage.calls > 0);
+        assert!(structured_output.is_some());
         assert!(!stdout.contains("Planning…"), "{stdout}");
+        // `history show` replays it.
+        let show = replan(None, &checkout, &["history", "show", "1", "--dir", dir])
+            .output()
+            .unwrap();
+        let shown = text(&show.stdout);
+        assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+        assert!(shown.contains("last run:"), "{shown}");
+        eprintln!("{shown}");
     }
 }
