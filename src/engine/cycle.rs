@@ -171,6 +171,11 @@ async fn finish(
         status,
         usage,
         pull_request: None,
+        structured_output: deps
+            .llm
+            .structured_output()
+            .and_then(|mode| serde_json::to_value(mode).ok())
+            .and_then(|mode| mode.as_str().map(str::to_string)),
     });
     deps.store.append(&b.entries).await?;
     *state = b.state;

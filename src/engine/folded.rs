@@ -59,13 +59,25 @@ impl FoldedTurn {
 pub struct FoldedPlanning {
     // The prompt spells out both formats; the schema only names them, so the planning call does
     // not pay for two more nested schemas.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     #[schemars(schema_with = "any_object")]
     pub replan_decision: Option<ReplanDecision>,
     /// Seed 002's quality judge, answered by the planner as its self-check.
-    #[serde(default, alias = "quality_review")]
+    #[serde(default, alias = "quality_review", deserialize_with = "lenient")]
     #[schemars(schema_with = "any_object")]
     pub quality: Option<QualityVerdict>,
+}
+
+/// A folded part the model got wrong counts as missing (its separate call is made) instead of
+/// throwing the plan it rides on away: SmolLM2-135M filled the "any object" of the schema with
+/// objects of its own.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
 }
 
 /// A schema that only says "an object": for parts whose format the prompt spells out.

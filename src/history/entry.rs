@@ -368,6 +368,11 @@ pub enum EntryBody {
         usage: UsageTotals,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pull_request: Option<String>,
+        /// How structured replies were asked for in this run (`llm.structured_output`, or what
+        /// `auto` settled on): `tool`, `json_schema`, `json_object`, `prompt`. Absent in lines
+        /// written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_output: Option<String>,
     },
 }
 

@@ -496,14 +496,19 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                 status,
                 usage,
                 pull_request,
+                structured_output,
             } => {
                 let _ = writeln!(
                     out,
-                    "**Run finished: {}** ({at}; {} LLM calls, {} tokens, ${:.4}){}\n",
+                    "**Run finished: {}** ({at}; {} LLM calls, {} tokens, ${:.4}{}){}\n",
                     json!(status).as_str().unwrap_or(""),
                     usage.calls,
                     usage.prompt_tokens.saturating_add(usage.completion_tokens),
                     usage.cost_usd,
+                    structured_output
+                        .as_deref()
+                        .map(|mode| format!("; structured output: {mode}"))
+                        .unwrap_or_default(),
                     pull_request
                         .as_deref()
                         .map(|p| format!(", pull request {p}"))
@@ -554,13 +559,17 @@ pub fn summary(thread: &ThreadRef, entries: &[Entry], corrupt: &[CorruptLine]) -
     if let Some(run) = state.runs.last() {
         let _ = writeln!(
             out,
-            "last run: {} by @{} ({}) → {}",
+            "last run: {} by @{} ({}) → {}{}",
             run.run_id,
             run.request.actor,
             run.request.request,
             run.status
                 .map(|s| json!(s).as_str().unwrap_or("").to_string())
-                .unwrap_or_else(|| "unfinished".into())
+                .unwrap_or_else(|| "unfinished".into()),
+            run.structured_output
+                .as_deref()
+                .map(|mode| format!(" (structured output: {mode})"))
+                .unwrap_or_default()
         );
     }
     match &state.plan {

@@ -114,6 +114,8 @@ pub struct RunSummary {
     pub request: RunRequest,
     pub started_at: DateTime<Utc>,
     pub status: Option<RunStatus>,
+    /// The structured-output mode the run finished with, when it was recorded.
+    pub structured_output: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -205,6 +207,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             request: request.clone(),
             started_at: e.ts,
             status: None,
+            structured_output: None,
         }),
         EntryBody::Plan { version, plan } => {
             set_plan(s, *version, (**plan).clone(), e.ts, None, ReplanType::None)
@@ -411,10 +414,15 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         EntryBody::Effect { .. } => {}
         EntryBody::Usage { usage } => s.usage.add(usage),
         EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),
-        EntryBody::RunFinished { status, .. } => {
+        EntryBody::RunFinished {
+            status,
+            structured_output,
+            ..
+        } => {
             s.last_status = Some(*status);
             if let Some(run) = s.runs.iter_mut().rev().find(|r| r.run_id == e.run_id) {
                 run.status = Some(*status);
+                run.structured_output = structured_output.clone();
             }
         }
         EntryBody::Refinement {

@@ -307,6 +307,15 @@ impl Llm for Anthropic {
         format!("anthropic {}", self.model)
     }
 
+    fn structured_output(&self) -> Option<StructuredOutput> {
+        // `auto` is the forced tool call here: the messages API has no response_format to probe.
+        Some(if self.forced_tool {
+            StructuredOutput::Tool
+        } else {
+            StructuredOutput::Prompt
+        })
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(request);
         let reply = self

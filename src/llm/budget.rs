@@ -68,7 +68,40 @@ pub fn add_attempts(totals: &mut UsageTotals, attempts: &Attempts) {
     totals.wasted_ms = totals.wasted_ms.saturating_add(attempts.wasted_ms);
 }
 
+/// Lowest output limit a timed-out call is re-asked with; below it a reply is rarely usable.
+const MIN_REASK_TOKENS: u32 = 64;
+
+/// The request a timed-out call is re-asked with: half the output limit, so the body is never
+/// the identical one that just ran out of time (a runaway generation is the usual cause).
+fn after_timeout(request: &ChatRequest) -> Option<ChatRequest> {
+    let limit = request.max_tokens?;
+    let lower = limit / 2;
+    (lower >= MIN_REASK_TOKENS).then(|| ChatRequest {
+        max_tokens: Some(lower),
+        ..request.clone()
+    })
+}
+
 impl Budgeted {
+    /// One call; a time-out is re-asked once with a lower output limit, never re-sent as is.
+    /// Both attempts are metered by the caller's scope.
+    async fn chat_reasking_a_timeout(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, LlmError> {
+        match self.inner.chat(request).await {
+            Err(LlmError::Timeout { seconds }) => match after_timeout(request) {
+                Some(lower) => {
+                    tracing::warn!(purpose = %request.purpose, seconds,
+                        max_tokens = lower.max_tokens, "LLM call timed out; re-asking once with a lower output limit");
+                    self.inner.chat(&lower).await
+                }
+                None => Err(LlmError::Timeout { seconds }),
+            },
+            other => other,
+        }
+    }
+
     /// Starts the cycle's clock now.
     pub fn new(inner: Box<dyn Llm>, cfg: &LlmConfig) -> Self {
         Budgeted {
@@ -172,7 +205,7 @@ impl Llm for Budgeted {
             &bounded
         };
         let started = Instant::now();
-        let call = self.inner.chat(request);
+        let call = self.chat_reasking_a_timeout(request);
         let limited = async {
             match self.limits.max_wall_seconds {
                 Some(max) => {
@@ -230,6 +263,10 @@ impl Llm for Budgeted {
 
     fn metered_usage(&self) -> Option<UsageTotals> {
         Some(self.usage())
+    }
+
+    fn structured_output(&self) -> Option<crate::config::StructuredOutput> {
+        self.inner.structured_output()
     }
 }
 

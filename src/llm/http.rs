@@ -187,7 +187,9 @@ impl HttpClient {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(e) => return Attempt::Retry(self.transport_error(&e, "sending the request"), None),
+            Err(e) => {
+                return Self::unless_timed_out(self.transport_error(&e, "sending the request"));
+            }
         };
         let status = response.status();
         let retry_after = response
@@ -255,14 +257,23 @@ impl HttpClient {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    return Err(Attempt::Retry(
+                    return Err(Self::unless_timed_out(
                         self.transport_error(&e, "reading the reply"),
-                        None,
                     ));
                 }
             }
         }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A transport error is retried as is, except a time-out: the same body would most likely
+    /// run into the same limit again, so the caller re-asks differently (the budget wrapper
+    /// lowers the output limit) instead of sending the identical request.
+    fn unless_timed_out(error: LlmError) -> Attempt {
+        match error {
+            LlmError::Timeout { .. } => Attempt::Fail(error),
+            other => Attempt::Retry(other, None),
+        }
     }
 
     fn transport_error(&self, error: &reqwest::Error, doing: &str) -> LlmError {

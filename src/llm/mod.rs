@@ -34,4 +34,11 @@ pub trait Llm: Send + Sync {
     fn metered_usage(&self) -> Option<crate::history::entry::UsageTotals> {
         None
     }
+
+    /// How structured replies are asked for now: the configured mode, or what `auto` settled on
+    /// after probing the server. Recorded in the run's history; `None` for providers without
+    /// a choice (scripted).
+    fn structured_output(&self) -> Option<crate::config::StructuredOutput> {
+        None
+    }
 }

@@ -403,6 +403,10 @@ impl Llm for OpenAiCompatible {
         }
     }
 
+    fn structured_output(&self) -> Option<StructuredOutput> {
+        Some(self.mode())
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mode = self.mode();
         let body = self.body(request, mode);

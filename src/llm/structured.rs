@@ -101,7 +101,7 @@ pub fn schema_for<T: JsonSchema>() -> ResponseSchema {
 }
 
 /// Tightens a generated schema with what the type cannot say: `tool` fields name one of
-/// `tool_names`, `confidence` fields lie in 0..1.
+/// `tool_names` (and so do the items of `required_tools`), `confidence` fields lie in 0..1.
 pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
     use serde_json::Value;
     match schema {
@@ -126,6 +126,13 @@ pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
                     if name == "confidence" && is("number") {
                         property.insert("minimum".into(), serde_json::json!(0.0));
                         property.insert("maximum".into(), serde_json::json!(1.0));
+                    }
+                    if name == "required_tools"
+                        && !tool_names.is_empty()
+                        && let Some(Value::Object(items)) = property.get_mut("items")
+                    {
+                        let allowed = tool_names.iter().map(|n| Value::from(n.as_str())).collect();
+                        items.insert("enum".into(), Value::Array(allowed));
                     }
                 }
             }
@@ -332,7 +339,8 @@ pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 }
 
 fn reask_message(template: &str, error: &str, schema: &ResponseSchema) -> String {
-    let schema_text = serde_json::to_string_pretty(&schema.schema).unwrap_or_default();
+    // Compact: a pretty-printed plan schema cost a slow model more prompt than the plan itself.
+    let schema_text = serde_json::to_string(&schema.schema).unwrap_or_default();
     template
         .replace("{error}", error)
         .replace("{schema}", &schema_text)
@@ -362,7 +370,30 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
     let mut first_error: Option<String> = None;
     let conversation = request.messages.len();
     loop {
-        let response = llm.chat(&request).await?;
+        let response = match llm.chat(&request).await {
+            Ok(response) => response,
+            // The budget wrapper already re-asked it with a lower limit: a model that cannot
+            // answer in time gave an unusable reply, and the caller's fallback applies (its
+            // attempts are in the metered usage, which the run records).
+            Err(LlmError::Timeout { seconds }) => {
+                let error = format!(
+                    "the model gave no reply within {seconds}s (llm.timeout_seconds), even with a lower output limit"
+                );
+                tracing::warn!(purpose = %purpose, %error, "structured reply unusable; the caller falls back");
+                return Ok(StructuredReply {
+                    value: Err(StructuredFailure {
+                        error,
+                        raw_reply: String::new(),
+                    }),
+                    usage,
+                    cost_usd,
+                    calls: attempts.calls,
+                    attempts,
+                    reasked: first_error.is_some(),
+                });
+            }
+            Err(other) => return Err(other),
+        };
         let mut these = response.attempts;
         if these.calls == 0 {
             // An unmetered provider: one call.
@@ -563,6 +594,24 @@ mod tests {
         );
         assert_eq!(properties["confidence"]["minimum"], 0.0);
         assert_eq!(properties["confidence"]["maximum"], 1.0);
+    }
+
+    #[test]
+    fn the_required_tools_of_a_subtask_are_the_tools_of_the_run() {
+        #[derive(Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Subtask {
+            required_tools: Vec<String>,
+            dependencies: Vec<String>,
+        }
+        let mut schema = schema_for::<Subtask>().schema;
+        constrain_schema(&mut schema, &["read_file".to_string()]);
+        let properties = &schema["properties"];
+        assert!(properties["dependencies"]["items"].get("enum").is_none());
+        assert_eq!(
+            properties["required_tools"]["items"]["enum"],
+            serde_json::json!(["read_file"])
+        );
     }
 
     #[test]

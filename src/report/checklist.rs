@@ -315,6 +315,7 @@ mod tests {
                 status: crate::history::entry::RunStatus::RequiresHumanIntervention,
                 usage: Default::default(),
                 pull_request: None,
+                structured_output: None,
             },
         );
         let body = render(&replay(&[started, finished]), &ChecklistContext::default());

@@ -183,6 +183,7 @@ mod history_and_plan {
                     status: RunStatus::Completed,
                     usage: UsageTotals::default(),
                     pull_request: None,
+                    structured_output: None,
                 },
             ),
         ];

@@ -187,6 +187,7 @@ fn varied_body(i: u64) -> EntryBody {
             status: RunStatus::Completed,
             usage: UsageTotals::default(),
             pull_request: None,
+            structured_output: None,
         },
     }
 }
@@ -655,6 +656,7 @@ fn crafted_history() -> Vec<Entry> {
                 status: RunStatus::WaitingForAnswer,
                 usage: usage(3, 1000, 200, 0.02),
                 pull_request: None,
+                structured_output: None,
             },
         ),
         (
@@ -739,6 +741,7 @@ fn crafted_history() -> Vec<Entry> {
                 status: RunStatus::Completed,
                 usage: usage(2, 500, 100, 0.01),
                 pull_request: Some("https://example.com/pr/1".into()),
+                structured_output: None,
             },
         ),
     ];
@@ -1102,6 +1105,7 @@ fn run_finished() -> EntryBody {
         status: RunStatus::Completed,
         usage: UsageTotals::default(),
         pull_request: None,
+        structured_output: None,
     }
 }
 

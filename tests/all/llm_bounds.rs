@@ -44,6 +44,7 @@ both_wires!(
     a_cut_off_reply_is_reasked_shorter_with_a_higher_limit,
     a_cut_off_reply_at_the_ceiling_is_invalid_without_a_retry,
     usage_counts_every_attempt_the_server_saw,
+    a_timed_out_call_is_reasked_with_a_lower_limit_and_both_are_counted,
     a_huge_reply_is_refused_as_too_large,
     a_huge_chunked_reply_is_refused_as_too_large,
     prompt_mode_sends_no_schema_machinery_and_reads_json_from_prose,
@@ -130,6 +131,34 @@ async fn usage_counts_every_attempt_the_server_saw(wire: Wire) {
     assert_eq!(usage.wasted_calls, 2 + 3);
     assert_eq!((usage.prompt_tokens, usage.completion_tokens), (10, 2));
     assert!(usage.wasted_ms <= usage.wall_ms);
+}
+
+async fn a_timed_out_call_is_reasked_with_a_lower_limit_and_both_are_counted(wire: Wire) {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: hang }}\n  - reply: '{DECISION}'\n"
+    ));
+    let mut cfg = config(wire, &server);
+    cfg.timeout_seconds = 1;
+    let llm = budgeted(&cfg);
+    let mut asked = request("replan_decision.execution");
+    asked.max_tokens = Some(400);
+    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(reply.value.unwrap().confidence, 0.85);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one timed-out call and one re-ask");
+    assert_ne!(
+        sent[0].body, sent[1].body,
+        "a timed-out call was re-sent identically"
+    );
+    assert_eq!(max_tokens(&sent[0].body), Some(400));
+    assert_eq!(max_tokens(&sent[1].body), Some(200));
+    let usage = llm.usage();
+    assert_eq!(usage.calls, 2, "the timed-out attempt is a call too");
+    assert_eq!(usage.wasted_calls, 1);
+    assert!(usage.wasted_ms >= 1000, "{usage:?}");
+    assert_eq!(reply.calls, 2);
 }
 
 async fn huge_reply_is_refused(wire: Wire, chunked: bool) {

@@ -162,11 +162,22 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         })
         .sum();
     assert_eq!(counted as usize, sent.len());
+    // The structured-output mode `auto` settled on is recorded: the scripted OpenAI-format
+    // server accepts response_format; the Anthropic format forces a tool call.
+    let mode = match wire {
+        Wire::OpenAi => "json_schema",
+        Wire::Anthropic => "tool",
+    };
     let finished = entries.last().unwrap();
     match &finished.body {
-        EntryBody::RunFinished { usage, .. } => {
+        EntryBody::RunFinished {
+            usage,
+            structured_output,
+            ..
+        } => {
             assert_eq!(usage.calls as usize, sent.len());
             assert!(usage.wasted_calls >= 1, "{usage:?}");
+            assert_eq!(structured_output.as_deref(), Some(mode));
         }
         other => panic!("the last entry is {other:?}"),
     }
@@ -183,7 +194,35 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         .output()
         .unwrap();
     assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
-    assert!(text(&show.stdout).contains("t1"), "{}", text(&show.stdout));
+    let shown = text(&show.stdout);
+    assert!(shown.contains("t1"), "{shown}");
+    assert!(
+        shown.contains(&format!("(structured output: {mode})")),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_run_finished_line_written_before_the_mode_was_recorded_still_parses() {
+    let old = r#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05Z","run_id":"r1","type":"run_finished","status":"completed","usage":{"calls":2,"prompt_tokens":10,"completion_tokens":5}}"#;
+    let parsed = jsonl::parse(&format!("{old}\n"));
+    assert!(parsed.corrupt.is_empty(), "{:?}", parsed.corrupt);
+    match &parsed.entries[0].body {
+        EntryBody::RunFinished {
+            structured_output,
+            usage,
+            ..
+        } => {
+            assert_eq!(*structured_output, None);
+            assert_eq!(usage.calls, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    // And a line with the mode names it back.
+    let new = old.replace(r#""status""#, r#""structured_output":"prompt","status""#);
+    let parsed = jsonl::parse(&format!("{new}\n"));
+    assert!(matches!(&parsed.entries[0].body,
+        EntryBody::RunFinished { structured_output: Some(mode), .. } if mode == "prompt"));
 }
 
 /// Peak resident memory of this process's waited-for children (the `replan` runs), in bytes.
@@ -400,26 +439,47 @@ mod real_model {
         let wall = started.elapsed();
         let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
         assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-        assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
         let entries = history(state.path(), 1);
         let actions = entries
             .iter()
             .filter(|e| matches!(e.body, EntryBody::Action { .. }))
             .count();
-        let Some(EntryBody::RunFinished { status, usage, .. }) = entries.last().map(|e| &e.body)
+        let Some(EntryBody::RunFinished {
+            status,
+            usage,
+            structured_output,
+            ..
+        }) = entries.last().map(|e| &e.body)
         else {
             panic!("the history does not end with run_finished: {entries:?}");
         };
+        let tools: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.body {
+                EntryBody::Action { tool, outcome, .. } => Some(format!("{tool} ({outcome:?})")),
+                _ => None,
+            })
+            .collect();
         eprintln!(
-            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions",
+            "real model, {wire:?} format: status {status:?}, {} calls, wall {:.1} s (LLM {:.1} s), wasted {:.1} s in {} calls, {actions} executed actions {tools:?}, structured output {structured_output:?}",
             usage.calls,
             wall.as_secs_f64(),
             usage.wall_ms as f64 / 1000.0,
             usage.wasted_ms as f64 / 1000.0,
             usage.wasted_calls
         );
+        assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
         assert!(actions > 0, "the cycle never reached execution:\n{stdout}");
         assert!(usage.calls > 0);
+        assert!(structured_output.is_some());
         assert!(!stdout.contains("Planning…"), "{stdout}");
+        // `history show` replays it.
+        let show = replan(None, &checkout, &["history", "show", "1", "--dir", dir])
+            .output()
+            .unwrap();
+        let shown = text(&show.stdout);
+        assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+        assert!(shown.contains("last run:"), "{shown}");
+        eprintln!("{shown}");
     }
 }
