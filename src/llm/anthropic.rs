@@ -139,6 +139,9 @@ impl Anthropic {
             );
         }
         if !tools.is_empty() {
+            if request.require_tool_call && !body.contains_key("tool_choice") {
+                body.insert("tool_choice".into(), json!({"type": "any"}));
+            }
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(t) = request.temperature {

@@ -177,6 +177,9 @@ impl OpenAiCompatible {
             );
         }
         if !tools.is_empty() {
+            if request.require_tool_call && !body.contains_key("tool_choice") {
+                body.insert("tool_choice".into(), json!("required"));
+            }
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(max) = request.max_tokens {

@@ -114,6 +114,10 @@ pub struct ChatRequest {
     /// What this call is for (`planning`, `replan_decision.execution`, `execute`, `judge`, ...).
     /// Logged and used by the scripted provider to match scenario steps; never sent to a model.
     pub purpose: String,
+    /// The reply must call one of `tools` (OpenAI `tool_choice: "required"`, Anthropic `any`):
+    /// a small model otherwise answers a subtask's first turn in prose and never acts; servers
+    /// such as llama-server turn it into a grammar the model has to follow.
+    pub require_tool_call: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -143,6 +143,26 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     );
     assert!(sent[1].body["max_tokens"].as_u64() > first["max_tokens"].as_u64());
 
+    // The subtask's first turn must act (a small model otherwise answers in prose); later
+    // turns may give the final answer.
+    let executes: Vec<&Value> = sent
+        .iter()
+        .filter(|r| r.texts().join("\n").contains("Execute subtask `t1`"))
+        .map(|r| &r.body)
+        .collect();
+    let required = match wire {
+        Wire::OpenAi => serde_json::json!("required"),
+        Wire::Anthropic => serde_json::json!({"type": "any"}),
+    };
+    assert_eq!(
+        executes[0].get("tool_choice"),
+        Some(&required),
+        "{}",
+        executes[0]
+    );
+    assert!(executes.len() >= 2, "{executes:?}");
+    assert_eq!(executes[1].get("tool_choice"), None, "{}", executes[1]);
+
     let entries = history(state.path(), 7);
     let actions: Vec<&str> = entries
         .iter()

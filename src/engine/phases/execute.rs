@@ -80,6 +80,8 @@ async fn tool_loop(
     let mut owed: Option<Owed> = None;
     for _turn in 0..MAX_TOOL_TURNS {
         let response = cx.deps.llm.chat(&request).await?;
+        // Only the first turn must act; later ones may give the final answer.
+        request.require_tool_call = false;
         batch.usage(response.totals());
         let turn = if folded {
             FoldedTurn::parse(response.text.as_deref())
@@ -263,6 +265,25 @@ fn execute_request(
     )?;
     let mut request = cx.request(&format!("execute.{task_id}"), prompt)?;
     request.tools = plan_tools(cx, &plan);
+    // An attempt starts by acting when its planned actions name a tool of this run, or when
+    // nothing is planned for it (the weak-model fallback's "do the issue" subtask).
+    let mut own = plan
+        .action_plan
+        .actions
+        .iter()
+        .filter(|a| a.task_id == task_id);
+    let names_a_tool = |a: &crate::plan::PlannedAction| {
+        a.tool
+            .as_deref()
+            .is_some_and(|t| request.tools.iter().any(|spec| spec.name == t))
+    };
+    let nothing_planned = !plan
+        .action_plan
+        .actions
+        .iter()
+        .any(|a| a.task_id == task_id);
+    request.require_tool_call =
+        !request.tools.is_empty() && (nothing_planned || own.any(names_a_tool));
     Ok(request)
 }
 
