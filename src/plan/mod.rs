@@ -4,6 +4,7 @@ pub mod confidence;
 pub mod file;
 pub mod graph;
 pub mod model;
+pub mod shape;
 pub mod validate;
 
 pub use model::*;
