@@ -6,7 +6,7 @@
 
 use super::exit::{CliError, Exit};
 use super::gating::{self, Verdict};
-use super::history_sink::HistorySink;
+use super::history_sink::{HistorySink, spool_dir};
 use super::input::{Decided, decide};
 use super::outputs::{self, RunOutputs, status_name};
 use super::pr_recorder::PrRecorder;
@@ -363,7 +363,8 @@ async fn ci_run(
                 },
                 redact_fn(),
             )
-            .with_bot_login(bot_login.clone()),
+            .with_bot_login(bot_login.clone())
+            .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
         )
     };
 
@@ -379,6 +380,8 @@ async fn ci_run(
     let closed = gating::is_closed(&mut trigger, &thread, forge.as_ref())
         .await
         .map_err(|e| CliError::failure(format!("could not read {thread}: {e}")))?;
+    let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
+    replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
     let history = load_thread(backend.as_ref(), &thread).await?;
     let verdict = if closed {
         gating::closed_thread(&trigger.request, &thread)
@@ -430,6 +433,26 @@ async fn not_acting(
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Commit what a run killed on this machine left in the thread's spool, before the thread is read.
+async fn replay_spool(
+    backend: &dyn HistoryBackend,
+    thread: &ThreadRef,
+    spool: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let Some(dir) = spool else {
+        return Ok(());
+    };
+    crate::history::spool::replay(backend, thread, dir)
+        .await
+        .map(drop)
+        .map_err(|e| {
+            CliError::failure(format!(
+                "could not commit the history entries a killed run left in {}: {e}",
+                dir.display()
+            ))
+        })
 }
 
 async fn load_thread(
@@ -550,6 +573,21 @@ fn recorded_forge(ctx: &Ctx, forge: Arc<dyn Forge>) -> Arc<dyn Forge> {
     }
 }
 
+/// The journal a reporter records its notices' keys in (the keys already in the history reach
+/// it through the session state).
+fn notice_effects(
+    backend: &Arc<dyn HistoryBackend>,
+    thread: ThreadRef,
+    run_id: &str,
+) -> Arc<dyn crate::tools::effects::EffectJournal> {
+    Arc::new(crate::tools::effects::HistoryEffects::new(
+        backend.clone(),
+        thread,
+        run_id,
+        &[],
+    ))
+}
+
 fn recorded_history(ctx: &Ctx, backend: Arc<dyn HistoryBackend>) -> Arc<dyn HistoryBackend> {
     match &ctx.bundle {
         Some(bundle) => bundle.history(backend),
@@ -578,6 +616,7 @@ async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
         .clone()
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
+    ctx.local_dir.get_or_insert_with(|| dir.clone());
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
     let forge = crate::outbound::forge::RedactingForge::wrap(recorded_forge(&ctx, local.clone()));
     let backend = recorded_history(
@@ -657,7 +696,8 @@ async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, CliError> {
     let reporter: Arc<dyn Reporter> = Arc::new(crate::report::tee::TeeReporter {
         primary: Arc::new(
             ForgeReporter::new(forge.clone(), thread, checklist.clone(), redact_fn())
-                .with_min_interval(std::time::Duration::ZERO),
+                .with_min_interval(std::time::Duration::ZERO)
+                .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
         ),
         also: Arc::new(TerminalReporter::new(checklist)),
     });
@@ -748,9 +788,13 @@ async fn cycle_on_thread(
         run_url: forge.run_url(),
         model: ctx.config.llm.model.clone(),
     };
+    let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
     let loaded = match loaded {
         Some(loaded) => loaded,
-        None => load_thread(backend.as_ref(), &thread).await?,
+        None => {
+            replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
+            load_thread(backend.as_ref(), &thread).await?
+        }
     };
     for corrupt in &loaded.corrupt {
         ctx.workflow.warning(&format!(
@@ -838,11 +882,11 @@ async fn cycle_on_thread(
     let prompts =
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
     let tools = build_registry(tool_context).await;
-    let sink = Arc::new(HistorySink::new(
-        backend.clone(),
-        thread,
-        ctx.config.history.commit_every,
-    ));
+    let mut sink = HistorySink::new(backend.clone(), thread, ctx.config.history.commit_every);
+    if let Some(dir) = &spool {
+        sink = sink.with_spool(dir, &ctx.run_id);
+    }
+    let sink = Arc::new(sink);
     let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let deps = CycleDeps {
