@@ -860,15 +860,14 @@ async fn cycle_on_thread(
         tool_context.publisher = bundle.publisher();
     }
     crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
-    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter {
-        inner: reporter,
-        workspace: ctx.workspace.clone(),
+    let reporter: Arc<dyn Reporter> = Arc::new(crate::app::work_branch::WorkBranchReporter::new(
+        reporter,
+        ctx.workspace.clone(),
         thread,
-        publisher: tool_context.publisher.clone(),
-        author: tool_context.author.clone(),
-        saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
-        last_save: std::sync::Mutex::new(None),
-    });
+        tool_context.publisher.clone(),
+        tool_context.author.clone(),
+        loaded.state.tasks_done(),
+    ));
     let recorder = Arc::new(PrRecorder::new(forge.clone()));
     tool_context.forge = Some((recorder.clone(), thread));
     tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
