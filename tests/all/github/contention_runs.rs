@@ -13,27 +13,12 @@ use tempfile::TempDir;
 
 use super::e2e::{World, text};
 use super::local_run::{checkout, local_command_on};
+use crate::gitlab::ci_job::ONE_TASK;
 use crate::support::TestRepo;
 use crate::support::llm_server::LlmServer;
 
 /// Issues 1..=DIFFERENT get one run each; issue 1 gets one more.
 const DIFFERENT: u64 = 12;
-
-/// A one-subtask plan (write hello.md) in front of the base replies.
-const ONE_TASK: &str = r#"
-steps:
-  - when: { contains: "Produce the planning phases" }
-    reply: |
-      {"phase": "planning",
-       "goal_understanding": {"main_objective": "Add a hello file", "success_criteria": ["hello.md exists"], "constraints": []},
-       "task_decomposition": {"reasoning": "one step", "subtasks": [
-          {"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]}]},
-       "action_plan": {"execution_order": ["task_1"], "actions": [
-          {"task_id": "task_1", "action_type": "tool_call", "tool": "write_file", "purpose": "write hello.md", "expected_outcome": "file written"}]},
-       "self_check": {"goal_understanding": {"ok": true, "notes": "clear"}, "task_decomposition": {"ok": true, "notes": "one"}, "action_plan": {"ok": true, "notes": "tools exist"}},
-       "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
-       "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}
-"#;
 
 /// Which issue run `i` works on: 1..=DIFFERENT, then issue 1 again.
 fn issue_of(run: u64) -> u64 {
