@@ -16,6 +16,7 @@ mod scenario;
 mod startup;
 mod stats;
 mod tokens;
+mod wire;
 mod world;
 
 use std::path::Path;
@@ -50,6 +51,7 @@ fn main() {
     let mut template = String::new();
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
+    wire::check();
     planning_modes();
     replays(quick, &template, &mut report);
     checklist_render();

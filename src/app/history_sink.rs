@@ -6,11 +6,12 @@
 
 use crate::engine::journal::EntrySink;
 use crate::history::entry::DecisionResult;
+use crate::history::spool::Spool;
 use crate::history::{Entry, EntryBody, HistoryBackend, HistoryError, jsonl};
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub struct HistorySink {
@@ -21,6 +22,8 @@ pub struct HistorySink {
     /// on SIGTERM waits for the one under way.
     pending: tokio::sync::Mutex<Vec<Entry>>,
     last_commit: Mutex<Option<String>>,
+    /// Pending entries on local disk too, so a SIGKILL does not lose them (see `history::spool`).
+    spool: Mutex<Option<Spool>>,
 }
 
 impl HistorySink {
@@ -31,6 +34,34 @@ impl HistorySink {
             commit_every: usize::try_from(commit_every).unwrap_or(usize::MAX).max(1),
             pending: tokio::sync::Mutex::new(Vec::new()),
             last_commit: Mutex::new(None),
+            spool: Mutex::new(None),
+        }
+    }
+
+    /// Spool pending entries to `<dir>/<run id>.jsonl` until they are committed. Without a spool
+    /// (it could not be created: logged) batching works as before.
+    pub fn with_spool(self, dir: &Path, run_id: &str) -> Self {
+        match Spool::create(dir, run_id) {
+            Ok(spool) => *self.spool.lock().unwrap_or_else(|e| e.into_inner()) = Some(spool),
+            Err(e) => tracing::warn!(
+                "history: no spool for batched entries in {} ({e}); a killed run loses its uncommitted entries",
+                dir.display()
+            ),
+        }
+        self
+    }
+
+    /// Apply `f` to the spool, if there is one; a spool that fails is dropped (and logged).
+    fn spooled(&self, f: impl FnOnce(&mut Spool) -> std::io::Result<()>) {
+        let mut spool = self.spool.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = spool.as_mut()
+            && let Err(e) = f(s)
+        {
+            tracing::warn!(
+                "history: spool {} failed ({e}); not used further",
+                s.path().display()
+            );
+            *spool = None;
         }
     }
 
@@ -50,6 +81,7 @@ impl HistorySink {
         }
         let outcome = self.backend.append(&self.thread, &pending).await?;
         pending.clear();
+        self.spooled(Spool::clear);
         if outcome.conflicts > 0 {
             tracing::info!(
                 "history: other runs wrote to the history meanwhile; {} appended after their lines ({} re-tries)",
@@ -120,6 +152,26 @@ impl HistorySink {
     }
 }
 
+/// Where the thread's spool lives, so that the next run on the same machine finds it: under the
+/// local directory for local runs (`<local dir>/spool/issues/7`); for CI runs beside the checkout
+/// (`<workspace>/../.replan-spool/<checkout name>/issues/7`), which a self-hosted runner keeps
+/// between jobs and `actions/checkout`'s clean does not touch. None when the checkout has no
+/// parent directory.
+pub fn spool_dir(
+    local_dir: Option<&Path>,
+    workspace: &Path,
+    thread: &ThreadRef,
+) -> Option<PathBuf> {
+    let root = match local_dir {
+        Some(dir) => dir.join("spool"),
+        None => {
+            let name = workspace.file_name()?;
+            workspace.parent()?.join(".replan-spool").join(name)
+        }
+    };
+    Some(crate::history::spool::thread_dir(&root, thread))
+}
+
 /// Entries after which the history must be on the branch at once.
 fn is_flush_point(entry: &Entry) -> bool {
     match &entry.body {
@@ -143,6 +195,7 @@ impl EntrySink for HistorySink {
         }
         let due = {
             let mut pending = self.pending.lock().await;
+            self.spooled(|s| s.write(entries));
             pending.extend_from_slice(entries);
             pending.len() >= self.commit_every || entries.iter().any(is_flush_point)
         };

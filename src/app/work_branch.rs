@@ -6,7 +6,7 @@
 
 use crate::history::SessionState;
 use crate::report::{Notice, Reporter};
-use crate::tools::git::{CommitAuthor, Publisher, restore_working_tree, snapshot_working_tree};
+use crate::tools::git::{CommitAuthor, Publisher, Snapshots, restore_working_tree};
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -45,23 +45,42 @@ pub async fn restore(workspace: PathBuf, thread: ThreadRef, state: &SessionState
 
 /// A reporter that also saves the working tree after tasks finish and when the run ends.
 pub struct WorkBranchReporter {
-    pub inner: Arc<dyn Reporter>,
-    pub workspace: PathBuf,
-    pub thread: ThreadRef,
-    pub publisher: Arc<dyn Publisher>,
-    pub author: CommitAuthor,
-    /// Tasks done at the last save.
-    pub saved_at: Mutex<usize>,
+    inner: Arc<dyn Reporter>,
+    workspace: PathBuf,
+    thread: ThreadRef,
+    publisher: Arc<dyn Publisher>,
+    author: CommitAuthor,
+    /// Tasks done at the last save, and what the saves so far know about the branch.
+    saved: Mutex<(usize, Option<Snapshots>)>,
     /// When the branch was last saved during the cycle: saves between tasks are at most one per
-    /// [`SAVE_INTERVAL`] (each costs about eight `git` processes and a push, ~45 ms here, which
-    /// would dominate a fast cycle's overhead); the end of the run always saves.
-    pub last_save: std::sync::Mutex<Option<std::time::Instant>>,
+    /// [`SAVE_INTERVAL`] (each costs a few `git` processes and a push, which would dominate a
+    /// fast cycle's overhead); the end of the run always saves.
+    last_save: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// The least time between two saves of the work branch while the cycle runs.
 pub const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl WorkBranchReporter {
+    pub fn new(
+        inner: Arc<dyn Reporter>,
+        workspace: PathBuf,
+        thread: ThreadRef,
+        publisher: Arc<dyn Publisher>,
+        author: CommitAuthor,
+        tasks_done: usize,
+    ) -> Self {
+        WorkBranchReporter {
+            inner,
+            workspace,
+            thread,
+            publisher,
+            author,
+            saved: Mutex::new((tasks_done, None)),
+            last_save: std::sync::Mutex::new(None),
+        }
+    }
+
     /// A save between tasks, skipped while the last one is younger than [`SAVE_INTERVAL`].
     async fn save_between_tasks(&self, state: &SessionState) {
         let recent = self
@@ -76,33 +95,41 @@ impl WorkBranchReporter {
 
     async fn save(&self, state: &SessionState) {
         let done = state.tasks_done();
-        let mut saved_at = self.saved_at.lock().await;
-        if done <= *saved_at {
+        let mut saved = self.saved.lock().await;
+        if done <= saved.0 {
             return;
         }
-        *saved_at = done;
+        saved.0 = done;
         *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
-        let (repo, branch, author) = (
-            self.workspace.clone(),
-            work_branch(&self.thread),
-            self.author.clone(),
-        );
+        let branch = work_branch(&self.thread);
         let message = format!(
             "Replan: work on {} after {done} finished task(s)",
             self.thread
         );
-        let branch_name = branch.clone();
+        let (repo, name, author, known) = (
+            self.workspace.clone(),
+            branch.clone(),
+            self.author.clone(),
+            saved.1.take(),
+        );
         let committed = tokio::task::spawn_blocking(move || {
-            snapshot_working_tree(&repo, &branch_name, &message, &author)
+            let mut snapshots = match known {
+                Some(known) => known,
+                None => Snapshots::open(&repo, &name)?,
+            };
+            let commit = snapshots.save(&repo, &name, &message, &author)?;
+            Ok::<_, crate::tools::ToolError>((snapshots, commit))
         })
         .await;
         match committed {
-            Ok(Ok(Some(_))) => {
-                if let Err(e) = self.publisher.publish(&self.workspace, &branch).await {
+            Ok(Ok((snapshots, commit))) => {
+                saved.1 = Some(snapshots);
+                if commit.is_some()
+                    && let Err(e) = self.publisher.publish(&self.workspace, &branch).await
+                {
                     tracing::warn!("could not push the work branch `{branch}`: {}", e.message);
                 }
             }
-            Ok(Ok(None)) => {}
             Ok(Err(e)) => tracing::warn!("could not save the work to `{branch}`: {}", e.message),
             Err(e) => tracing::warn!("saving the work branch stopped: {e}"),
         }

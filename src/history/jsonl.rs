@@ -218,7 +218,11 @@ fn parse_line(line: &str) -> Result<Entry, LineError> {
                     format!("unknown entry type \"{kind}\"")
                 }
                 (_, None) => "no \"type\" field".to_string(),
-                _ => format!("entry does not match the schema: {err}"),
+                // The error again with its field path (only on this path: tracking costs time).
+                _ => match crate::plan::shape::from_str::<Entry>(line) {
+                    Err(shape) => format!("entry does not match the schema (wrong shape): {shape}"),
+                    Ok(_) => format!("entry does not match the schema: {err}"),
+                },
             };
             Err(LineError {
                 error,
@@ -364,6 +368,26 @@ mod tests {
         assert_eq!(p.corrupt[2].error, "unknown entry type \"teleport\"");
         assert!(p.corrupt[3].error.starts_with("truncated last line"));
         assert_eq!(p.corrupt[3].raw_prefix, &good(3)[..20]);
+    }
+
+    #[test]
+    fn a_line_of_the_wrong_shape_names_the_field() {
+        let wrong_ts = to_line(&entry(1)).replacen("\"2026-01-02T03:04:05Z\"", "5", 1);
+        let no_text = r#"{"v":1,"seq":2,"ts":"2026-01-02T03:04:05Z","run_id":"r","type":"answer","author":"a"}"#;
+        let p = parse(&format!("{wrong_ts}\n{no_text}\n"));
+        assert_eq!(p.corrupt.len(), 2, "{:?}", p.corrupt);
+        assert!(
+            p.corrupt[0]
+                .error
+                .contains("wrong shape): `ts`: invalid type"),
+            "{}",
+            p.corrupt[0].error
+        );
+        assert!(
+            p.corrupt[1].error.ends_with("`text`: missing"),
+            "{}",
+            p.corrupt[1].error
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod jsonl;
 pub mod local;
 pub mod prune;
 pub mod rebase;
+pub mod spool;
 pub(crate) mod state;
 pub mod stats;
 pub(crate) mod store;

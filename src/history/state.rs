@@ -145,6 +145,10 @@ pub struct SessionState {
     pub reflection_revisions: u32,
     /// Judge verdicts in file order (task id, outcome).
     pub judgements: Vec<(String, JudgeOutcome)>,
+    /// Keys of the forge writes recorded (`effect` entries) before they were made: a write whose
+    /// key is here may already have happened and is looked up before it is made again.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub effect_keys: std::collections::BTreeSet<String>,
 }
 
 impl SessionState {
@@ -410,8 +414,9 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             }
         }
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id.clone()),
-        // Read by the forge tools from the entries themselves; the plan state is unchanged.
-        EntryBody::Effect { .. } => {}
+        EntryBody::Effect { key, .. } => {
+            s.effect_keys.insert(key.clone());
+        }
         EntryBody::Usage { usage } => s.usage.add(usage),
         EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),
         EntryBody::RunFinished {

@@ -328,14 +328,8 @@ pub fn parse_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
         });
     };
     tracing::debug!(?found_by, "JSON document found in the reply");
-    let mut deserializer = serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        format!(
-            "the JSON does not match the expected schema at `{path}`: {}",
-            e.inner()
-        )
-    })
+    crate::plan::shape::from_str(json)
+        .map_err(|e| format!("the JSON does not match the expected schema (wrong shape): {e}"))
 }
 
 fn reask_message(template: &str, error: &str, schema: &ResponseSchema) -> String {
@@ -552,9 +546,9 @@ mod tests {
         assert!(e.contains("ends early"), "{e}");
         let e =
             parse_reply::<Decision>("{\"should_replan\": \"yes\", \"confidence\": 1}").unwrap_err();
-        assert!(e.contains("at `should_replan`"), "{e}");
+        assert!(e.contains("`should_replan`: invalid type"), "{e}");
         let e = parse_reply::<Decision>("{\"should_replan\": true}").unwrap_err();
-        assert!(e.contains("missing field `confidence`"), "{e}");
+        assert!(e.ends_with("`confidence`: missing"), "{e}");
     }
 
     #[test]
@@ -573,8 +567,33 @@ mod tests {
             "Here it is: {\"task_decomposition\": {\"subtasks\": \"t1\"}} done",
         )
         .unwrap_err();
-        assert!(e.contains("at `task_decomposition.subtasks`"), "{e}");
+        assert!(
+            e.contains("`task_decomposition.subtasks`: invalid type"),
+            "{e}"
+        );
         assert!(e.contains("expected a sequence"), "{e}");
+    }
+
+    #[test]
+    fn a_planning_reply_without_its_parts_is_the_wrong_shape_not_an_empty_plan() {
+        use crate::plan::PlanningResponse;
+        let e = parse_reply::<PlanningResponse>("{\"phase\": \"planning\"}").unwrap_err();
+        assert!(e.contains("wrong shape"), "{e}");
+        assert!(e.contains("`task_decomposition`"), "{e}");
+        // Flattened into a larger reply (as the engine's planner reply is), the path survives.
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Reply {
+            #[serde(flatten)]
+            planning: PlanningResponse,
+            #[serde(default)]
+            self_check: serde_json::Value,
+        }
+        let e = parse_reply::<Reply>(
+            "{\"goal_understanding\": {\"main_objective\": \"x\"}, \"task_decomposition\": {\"reasoning\": \"r\"}}",
+        )
+        .unwrap_err();
+        assert!(e.ends_with("`task_decomposition.subtasks`: missing"), "{e}");
     }
 
     #[test]
@@ -703,7 +722,11 @@ steps:
                 .unwrap();
         let failure = reply.value.unwrap_err();
         assert_eq!(failure.raw_reply, crate::llm::scenario::WRONG_SHAPE_REPLY);
-        assert!(failure.error.contains("missing field"), "{}", failure.error);
+        assert!(
+            failure.error.contains("`should_replan`: missing"),
+            "{}",
+            failure.error
+        );
         assert!(
             failure.error.contains("after a re-ask"),
             "{}",

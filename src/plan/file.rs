@@ -114,13 +114,13 @@ pub fn parse_plan_text(path: &Path, text: &str) -> Result<(PlanFileForm, Plan), 
             path: path.to_path_buf(),
             line: e.line(),
             column: e.column(),
-            message: strip_position(&e),
+            message: super::shape::without_position(&e),
         })?;
-    let shape = |e: serde_json::Error| PlanFileError::Shape {
+    let shape = |e: super::shape::ShapeError| PlanFileError::Shape {
         path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        message: strip_position(&e),
+        line: e.line,
+        column: e.column,
+        message: e.to_string(),
     };
     let object = value.as_object();
     let has = |key: &str| object.is_some_and(|o| o.contains_key(key));
@@ -130,11 +130,11 @@ pub fn parse_plan_text(path: &Path, text: &str) -> Result<(PlanFileForm, Plan), 
             plan: Plan,
         }
         // Parse the text again (not the value) so shape errors carry line and column.
-        let w: Wrapped = serde_json::from_str(text).map_err(shape)?;
+        let w: Wrapped = super::shape::from_str(text).map_err(shape)?;
         return Ok((PlanFileForm::Wrapped, w.plan));
     }
     if has("phase") || has("error") {
-        let r: PlanningResponse = serde_json::from_str(text).map_err(shape)?;
+        let r: PlanningResponse = super::shape::from_str(text).map_err(shape)?;
         if let Some(e) = r.error {
             return Err(PlanFileError::PlanningError {
                 path: path.to_path_buf(),
@@ -158,17 +158,8 @@ pub fn parse_plan_text(path: &Path, text: &str) -> Result<(PlanFileForm, Plan), 
         };
         return Ok((PlanFileForm::PlanningResponse, plan));
     }
-    let plan: Plan = serde_json::from_str(text).map_err(shape)?;
+    let plan: Plan = super::shape::from_str(text).map_err(shape)?;
     Ok((PlanFileForm::Bare, plan))
-}
-
-/// serde_json appends " at line L column C"; the error variants carry those separately.
-fn strip_position(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 #[cfg(test)]
@@ -233,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_shape_names_the_missing_field_and_position() {
+    fn a_wrong_shape_names_the_missing_field_path_and_position() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(
             dir.path(),
@@ -244,7 +235,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("shape.json:1:"), "{msg}");
-        assert!(msg.contains("missing field `goal_understanding`"), "{msg}");
+        assert!(msg.contains("`goal_understanding`: missing"), "{msg}");
+    }
+
+    #[test]
+    fn a_wrong_shape_deep_in_a_planning_response_names_the_whole_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "deep.json",
+            r#"{"phase":"planning","goal_understanding":{"main_objective":"x"},"task_decomposition":{"subtasks":[{"id":"a"}]},"action_plan":{}}"#,
+        );
+        let msg = validate_file(&p, &ValidationRules::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("`task_decomposition.subtasks[0].description`: missing"),
+            "{msg}"
+        );
     }
 
     #[test]

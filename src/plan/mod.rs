@@ -4,6 +4,7 @@ pub(crate) mod confidence;
 pub(crate) mod file;
 pub mod graph;
 pub(crate) mod model;
+pub mod shape;
 pub(crate) mod validate;
 
 pub use model::*;

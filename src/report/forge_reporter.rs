@@ -6,7 +6,10 @@ use super::checklist::{self, ChecklistContext};
 use super::markers::CHECKLIST_MARKER;
 use super::{Notice, Reporter, notice};
 use crate::forge::Forge;
+use crate::forge::marker::with_marker;
 use crate::history::SessionState;
+use crate::history::entry::EffectKind;
+use crate::tools::effects::{EffectJournal, Intent};
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -33,6 +36,8 @@ pub struct ForgeReporter {
     min_interval: Duration,
     /// Config `github.bot_login` / `gitlab.bot_login`: who Replan posts as, when set.
     bot_login: Option<String>,
+    /// Where a notice's key is recorded before it is posted (None: notices carry no key).
+    effects: Option<Arc<dyn EffectJournal>>,
     posted: Mutex<Posted>,
 }
 
@@ -50,6 +55,7 @@ impl ForgeReporter {
             redact,
             min_interval: Duration::from_secs(3),
             bot_login: None,
+            effects: None,
             posted: Mutex::new(Posted::default()),
         }
     }
@@ -64,6 +70,51 @@ impl ForgeReporter {
     pub fn with_bot_login(mut self, login: Option<String>) -> Self {
         self.bot_login = login.filter(|l| !l.trim().is_empty());
         self
+    }
+
+    /// Notices become idempotent forge writes: their key is recorded in `effects` before each is
+    /// posted, and a notice whose key the history already holds is looked up by its marker first.
+    pub fn with_effects(mut self, effects: Arc<dyn EffectJournal>) -> Self {
+        self.effects = Some(effects);
+        self
+    }
+
+    /// Post `body` as a notice comment.
+    async fn post_notice(&self, body: &str) -> Option<String> {
+        match self.forge.post_comment(&self.thread, body).await {
+            Ok(comment) => Some(comment.id),
+            Err(e) => {
+                tracing::warn!("could not post a notice: {e}");
+                None
+            }
+        }
+    }
+
+    /// The notice comment an earlier attempt posted under `key`, when the history says it may
+    /// have; else the intent is recorded now. A failed look-up or record still posts: a notice
+    /// twice is better than none.
+    async fn posted_before(
+        &self,
+        effects: &dyn EffectJournal,
+        state: &SessionState,
+        key: &str,
+    ) -> Option<String> {
+        if state.effect_keys.contains(key) || effects.recorded(key).is_some() {
+            match self.forge.find_comment(&self.thread, key).await {
+                Ok(Some(comment)) => return Some(comment.id),
+                Ok(None) => return None,
+                Err(e) => tracing::warn!("could not look for an earlier notice: {e}"),
+            }
+        }
+        let intent = Intent {
+            key: key.to_owned(),
+            effect: EffectKind::Comment,
+            target: None,
+        };
+        if let Err(e) = effects.record(intent).await {
+            tracing::warn!("{e}; posting the notice anyway");
+        }
+        None
     }
 
     /// The stored id wins; otherwise the comment with our marker that Replan itself wrote.
@@ -163,15 +214,19 @@ impl Reporter for ForgeReporter {
         self.send(&mut posted, state, body).await
     }
 
-    async fn notice(&self, _state: &SessionState, notice: &Notice) -> Option<String> {
+    async fn notice(&self, state: &SessionState, notice: &Notice) -> Option<String> {
         let body = (self.redact)(&notice::render(notice, chrono::Utc::now()));
-        match self.forge.post_comment(&self.thread, &body).await {
-            Ok(comment) => Some(comment.id),
-            Err(e) => {
-                tracing::warn!("could not post a notice: {e}");
-                None
-            }
+        let Some(effects) = &self.effects else {
+            return self.post_notice(&body).await;
+        };
+        let key = notice::key(&self.thread, state.plan_version, notice);
+        if let Some(id) = self.posted_before(effects.as_ref(), state, &key).await {
+            tracing::info!(
+                "notice already posted as comment {id} by an earlier attempt; not posted again"
+            );
+            return Some(id);
         }
+        self.post_notice(&with_marker(&body, &key)).await
     }
 
     async fn finish(&self, state: &SessionState) {

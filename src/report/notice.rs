@@ -25,6 +25,18 @@ fn kind(notice: &Notice) -> &'static str {
     }
 }
 
+/// The notice's idempotency key: the same notice on the same thread and plan version (the text
+/// without its timestamp) is the same forge write, so a run resumed after a kill that had posted
+/// it finds it by its marker instead of posting it again.
+pub fn key(thread: &crate::trigger::ThreadRef, plan_version: u32, notice: &Notice) -> String {
+    crate::forge::marker::key_for(&[
+        &thread.to_string(),
+        "notice",
+        &plan_version.to_string(),
+        &render(notice, DateTime::<Utc>::default()),
+    ])
+}
+
 /// Render a notice as a comment body. `at` is the timestamp shown at the bottom.
 pub fn render(notice: &Notice, at: DateTime<Utc>) -> String {
     let mut out = notice_marker(kind(notice));

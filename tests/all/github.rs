@@ -1,6 +1,7 @@
 //! The GitHub forge, client and history branch against the fake GitHub API; the end-to-end runs
 //! of the built binary are in `github/e2e.rs`.
 
+mod contention_runs;
 mod e2e;
 mod gate;
 mod kill_resume;

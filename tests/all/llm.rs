@@ -399,7 +399,7 @@ async fn wrong_shape_reasks_once_then_falls_back(wire: Wire) {
         .unwrap();
     let failure = reply.value.unwrap_err();
     assert!(
-        failure.error.contains("missing field `should_replan`"),
+        failure.error.contains("`should_replan`: missing"),
         "{}",
         failure.error
     );

@@ -1,11 +1,13 @@
 //! The CI path shared by the forges: gate, config for the actor, the cycle or the sweep.
 
 use super::context::{
-    Connection, Ctx, load_thread, recorded_forge, recorded_history, redact_fn, start_rules,
+    Connection, Ctx, load_thread, notice_effects, recorded_forge, recorded_history, redact_fn,
+    replay_spool, start_rules,
 };
 use super::thread::{cycle_on_thread, finish};
 use crate::app::exit::{CliError, Exit};
 use crate::app::gating::{self, Verdict};
+use crate::app::history_sink::spool_dir;
 use crate::app::secrets::known_secrets;
 use crate::config::{self, Config};
 use crate::forge::{Forge, Reaction};
@@ -103,7 +105,8 @@ pub(super) async fn ci_run(
                 },
                 redact_fn(),
             )
-            .with_bot_login(bot_login.clone()),
+            .with_bot_login(bot_login.clone())
+            .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
         )
     };
 
@@ -119,6 +122,8 @@ pub(super) async fn ci_run(
     let closed = gating::is_closed(&mut trigger, &thread, forge.as_ref())
         .await
         .map_err(|e| CliError::failure(format!("could not read {thread}: {e}")))?;
+    let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
+    replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
     let history = load_thread(backend.as_ref(), &thread).await?;
     let verdict = if closed {
         gating::closed_thread(&trigger.request, &thread)

@@ -95,6 +95,41 @@ pub(super) fn recorded_history(
     }
 }
 
+/// Commit what a run killed on this machine left in the thread's spool, before the thread is read.
+pub(super) async fn replay_spool(
+    backend: &dyn HistoryBackend,
+    thread: &ThreadRef,
+    spool: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let Some(dir) = spool else {
+        return Ok(());
+    };
+    crate::history::spool::replay(backend, thread, dir)
+        .await
+        .map(drop)
+        .map_err(|e| {
+            CliError::failure(format!(
+                "could not commit the history entries a killed run left in {}: {e}",
+                dir.display()
+            ))
+        })
+}
+
+/// The journal a reporter records its notices' keys in (the keys already in the history reach
+/// it through the session state).
+pub(super) fn notice_effects(
+    backend: &Arc<dyn HistoryBackend>,
+    thread: ThreadRef,
+    run_id: &str,
+) -> Arc<dyn crate::tools::effects::EffectJournal> {
+    Arc::new(crate::tools::effects::HistoryEffects::new(
+        backend.clone(),
+        thread,
+        run_id,
+        &[],
+    ))
+}
+
 pub(super) async fn load_thread(
     backend: &dyn HistoryBackend,
     thread: &ThreadRef,

@@ -1,6 +1,8 @@
 //! `replan run --issue N`: a local forge and history under `--local-dir`, no CI.
 
-use super::context::{Ctx, RunOptions, recorded_forge, recorded_history, redact_fn, start_rules};
+use super::context::{
+    Ctx, RunOptions, notice_effects, recorded_forge, recorded_history, redact_fn, start_rules,
+};
 use super::thread::{cycle_on_thread, finish};
 use crate::app::exit::{CliError, Exit};
 use crate::forge::local::LocalForge;
@@ -31,6 +33,7 @@ pub(super) async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, C
         .clone()
         .unwrap_or_else(|| ctx.workspace.join(".replan"));
     keep_out_of_commits(&dir)?;
+    ctx.local_dir.get_or_insert_with(|| dir.clone());
     let local = Arc::new(LocalForge::new(&dir).with_repository(&ctx.workspace));
     let forge = crate::forge::redacting::redacting(recorded_forge(&ctx, local.clone()));
     let backend = recorded_history(
@@ -110,7 +113,8 @@ pub(super) async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, C
     let reporter: Arc<dyn Reporter> = Arc::new(crate::report::tee::TeeReporter {
         primary: Arc::new(
             ForgeReporter::new(forge.clone(), thread, checklist.clone(), redact_fn())
-                .with_min_interval(std::time::Duration::ZERO),
+                .with_min_interval(std::time::Duration::ZERO)
+                .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
         ),
         also: Arc::new(TerminalReporter::new(checklist)),
     });

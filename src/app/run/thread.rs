@@ -1,8 +1,8 @@
 //! The cycle on one thread: LLM, tools and sinks set up, the engine run, outputs written.
 
-use super::context::{Ctx, load_thread};
+use super::context::{Ctx, load_thread, replay_spool};
 use crate::app::exit::{CliError, Exit};
-use crate::app::history_sink::HistorySink;
+use crate::app::history_sink::{HistorySink, spool_dir};
 use crate::app::input::{Decided, decide};
 use crate::app::outputs::{self, RunOutputs, status_name};
 use crate::app::pr_recorder::PrRecorder;
@@ -64,9 +64,13 @@ pub(super) async fn cycle_on_thread(
         run_url: forge.run_url(),
         model: ctx.config.llm.model.clone(),
     };
+    let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
     let loaded = match loaded {
         Some(loaded) => loaded,
-        None => load_thread(backend.as_ref(), &thread).await?,
+        None => {
+            replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
+            load_thread(backend.as_ref(), &thread).await?
+        }
     };
     for corrupt in &loaded.corrupt {
         ctx.workflow.warning(&format!(
@@ -155,15 +159,14 @@ pub(super) async fn cycle_on_thread(
     crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
     let reporter: Arc<dyn Reporter> = match &ctx.stage {
         Some(stage) if !stage.saves_work_branch() => reporter,
-        _ => Arc::new(crate::app::work_branch::WorkBranchReporter {
-            inner: reporter,
-            workspace: ctx.workspace.clone(),
+        _ => Arc::new(crate::app::work_branch::WorkBranchReporter::new(
+            reporter,
+            ctx.workspace.clone(),
             thread,
-            publisher: publisher.clone(),
-            author: author.clone(),
-            saved_at: tokio::sync::Mutex::new(loaded.state.tasks_done()),
-            last_save: std::sync::Mutex::new(None),
-        }),
+            publisher.clone(),
+            author.clone(),
+            loaded.state.tasks_done(),
+        )),
     };
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
@@ -179,11 +182,11 @@ pub(super) async fn cycle_on_thread(
         Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
     let workspace = tool_context.workspace.clone();
     let tools = build_registry(tool_context).await;
-    let sink = Arc::new(HistorySink::new(
-        backend.clone(),
-        thread,
-        ctx.config.history.commit_every,
-    ));
+    let mut sink = HistorySink::new(backend.clone(), thread, ctx.config.history.commit_every);
+    if let Some(dir) = &spool {
+        sink = sink.with_spool(dir, &ctx.run_id);
+    }
+    let sink = Arc::new(sink);
     let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let deps = CycleDeps {

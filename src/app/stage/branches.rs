@@ -8,7 +8,7 @@
 use crate::app::exit::CliError;
 use crate::app::work_branch::work_branch;
 use crate::tools::forge_tools::branch_prefix;
-use crate::tools::git::{CommitAuthor, Publisher, git, snapshot_working_tree};
+use crate::tools::git::{CommitAuthor, Publisher, Snapshots, git};
 use crate::trigger::ThreadRef;
 use std::path::{Path, PathBuf};
 
@@ -101,12 +101,14 @@ pub async fn push_subtask(
         git(&repo, &["update-ref", &local, &base], &[])
             .map_err(|e| failed(&format!("could not start `{name}`"), e.message))?;
         let message = format!("Replan: subtask {id} of {thread}");
-        snapshot_working_tree(&repo, &name, &message, &author).map_err(|e| {
-            failed(
-                &format!("could not commit subtask {id} to `{name}`"),
-                e.message,
-            )
-        })?;
+        Snapshots::open(&repo, &name)
+            .and_then(|mut snapshots| snapshots.save(&repo, &name, &message, &author))
+            .map_err(|e| {
+                failed(
+                    &format!("could not commit subtask {id} to `{name}`"),
+                    e.message,
+                )
+            })?;
         Ok(())
     })
     .await?;

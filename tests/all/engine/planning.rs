@@ -103,3 +103,40 @@ async fn planning_examples_name_the_real_tools_and_every_request_is_bounded() {
     }
     assert_eq!(planning.max_tokens, Some(limits.planning));
 }
+
+#[tokio::test]
+async fn a_planning_reply_of_the_wrong_shape_is_reasked_naming_the_fields_not_read_as_an_empty_plan()
+ {
+    let mut thread = Thread::new();
+    // Valid JSON, but none of the plan's parts: every planning request gets it.
+    let llm = FirstMatch::new(
+        r#"
+steps:
+  - when: { purpose: "planning" }
+    reply: '{"phase": "planning", "comment": "here is my plan"}'
+"#,
+    );
+    thread.run(llm.clone(), start()).await;
+    let requests = llm.requests();
+    assert_eq!(requests[0].purpose, "planning");
+    assert_eq!(requests[1].purpose, "planning", "the same call, re-asked");
+    let reask = &requests[1].messages.last().unwrap().content;
+    assert!(reask.contains("wrong shape"), "{reask}");
+    assert!(
+        reask.contains("`goal_understanding`, `task_decomposition`, `action_plan`: missing"),
+        "{reask}"
+    );
+    // After the re-ask the fallback: a draft whose problem names the shape (never an empty plan;
+    // the seed's fallback then makes a one-subtask plan).
+    let problems: Vec<String> = thread
+        .bodies()
+        .filter_map(|b| match b {
+            EntryBody::Draft { problems, .. } => Some(problems.join("; ")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        problems.first().is_some_and(|p| p.contains("wrong shape")),
+        "{problems:?}"
+    );
+}

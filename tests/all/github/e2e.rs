@@ -83,6 +83,13 @@ impl World {
         }
     }
 
+    /// Another clone of the world's `origin`, on `main` (a second runner's checkout).
+    pub(super) fn fresh_checkout(&self) -> TestRepo {
+        let checkout = TestRepo::clone_from(&self._origin);
+        let _ = checkout.try_git(&["checkout", "-q", "main"]);
+        checkout
+    }
+
     /// A fixture payload rewritten to point at the fake's repository and `number`.
     pub(super) fn payload(&self, fixture: &str, patch: impl FnOnce(&mut Value)) -> PathBuf {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))

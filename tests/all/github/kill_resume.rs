@@ -10,6 +10,7 @@ use replan::forge::Forge;
 use replan::forge::local::LocalForge;
 use replan::history::entry::{EntryBody, RunStatus};
 use replan::history::jsonl;
+use replan::llm::scenario::Scenario;
 use replan::trigger::ThreadRef;
 use tempfile::TempDir;
 
@@ -21,7 +22,7 @@ use crate::support::llm_server::LlmServer;
 const COMMENT: &str = "Wrote hello.md; a pull request follows.";
 
 /// The base cycle (write hello.md, open a pull request), with a comment posted in task 1.
-fn commenting_scenario() -> replan::llm::scenario::Scenario {
+fn commenting_scenario() -> Scenario {
     scenario(&format!(
         r#"
 steps:
@@ -60,7 +61,11 @@ fn run_to_the_end(workspace: &Workspace) -> usize {
 }
 
 fn run_to_the_end_with(workspace: &Workspace) -> LlmServer {
-    let llm = LlmServer::start(commenting_scenario());
+    run_scenario_to_the_end(workspace, commenting_scenario())
+}
+
+fn run_scenario_to_the_end(workspace: &Workspace, scenario: Scenario) -> LlmServer {
+    let llm = LlmServer::start(scenario);
     let output = replan_run(&llm, workspace).output().unwrap();
     assert_eq!(
         output.status.code(),
@@ -74,7 +79,11 @@ fn run_to_the_end_with(workspace: &Workspace) -> LlmServer {
 
 /// SIGKILL the run while it waits for model reply `index` (0-based).
 fn run_killed_at(workspace: &Workspace, index: usize) {
-    let llm = LlmServer::start(commenting_scenario());
+    run_scenario_killed_at(workspace, index, commenting_scenario())
+}
+
+fn run_scenario_killed_at(workspace: &Workspace, index: usize, scenario: Scenario) {
+    let llm = LlmServer::start(scenario);
     llm.hold_from(index);
     let mut child = replan_run(&llm, workspace)
         .stdout(Stdio::null())
@@ -256,4 +265,124 @@ fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
         state.hello_on_the_branch, "hello\n",
         "the pull request holds task 1's file"
     );
+}
+
+/// Task 1's turn decides a partial replan (a "Plan Revision Decided" notice), then the plan is
+/// made again: the notice comment is posted before the model is asked for the new plan.
+fn replanning_scenario() -> Scenario {
+    scenario(
+        r#"
+steps:
+  - when: { contains: "created `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": true, "confidence": 0.95, "reasoning": "NOTICE-ONCE: propose it with a clearer title",
+       "replan_type": "partial_replan", "target_phase": "action_sequence", "replan_level": 2, "issues_found": ["title"], "recommended_actions": ["retitle"],
+       "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []}}
+"#,
+    )
+}
+
+/// Notice comments carrying the decision of the replanning scenario.
+fn decision_notices(workspace: &Workspace) -> usize {
+    let (comments, _) = forge_contents(workspace);
+    comments
+        .iter()
+        .filter(|c| c.body.contains("Plan Revision Decided") && c.body.contains("NOTICE-ONCE"))
+        .count()
+}
+
+#[test]
+fn an_engine_notice_posted_before_a_kill_is_not_posted_again_on_resume() {
+    let reference = workspace();
+    let replies = run_scenario_to_the_end(&reference, replanning_scenario())
+        .requests()
+        .len();
+    assert_eq!(decision_notices(&reference), 1);
+    let (comments, _) = forge_contents(&reference);
+    let notice = comments
+        .iter()
+        .find(|c| c.body.contains("Plan Revision Decided"))
+        .unwrap();
+    assert!(
+        replan::forge::marker::key_in(&notice.body).is_some(),
+        "the notice carries its idempotency key: {}",
+        notice.body
+    );
+
+    let mut killed_after_the_notice = 0;
+    for index in 1..replies {
+        let workspace = workspace();
+        run_scenario_killed_at(&workspace, index, replanning_scenario());
+        let posted = decision_notices(&workspace);
+        killed_after_the_notice += posted;
+        run_scenario_to_the_end(&workspace, replanning_scenario());
+        // (Killed before task 1's turn was answered, the resumed run finds `hello.md` already
+        // there, "replaced" rather than "created": no replan, no notice at all.)
+        let expected = if posted == 1 { 1..=1 } else { 0..=1 };
+        assert!(
+            expected.contains(&decision_notices(&workspace)),
+            "killed while waiting for model reply {index} of {replies} (notice posted: {posted}): the decision notice at most once, got {}",
+            decision_notices(&workspace)
+        );
+    }
+    assert!(
+        killed_after_the_notice > 0,
+        "some kill points come after the notice"
+    );
+}
+
+/// The lines a killed run left in its spool (batched entries not committed yet).
+fn spooled_lines(workspace: &Workspace) -> Vec<String> {
+    let dir = workspace.state.path().join("spool/issues/7");
+    let mut lines = Vec::new();
+    for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        lines.extend(text.lines().map(str::to_owned));
+    }
+    lines
+}
+
+#[test]
+fn batched_entries_of_a_sigkilled_run_reach_the_history_exactly_once() {
+    let reference = workspace();
+    let replies = run_to_the_end(&reference);
+    let mut spooled_total = 0;
+    for index in [replies / 2, replies - 1] {
+        let workspace = workspace();
+        run_killed_at(&workspace, index);
+        let spooled = spooled_lines(&workspace);
+        spooled_total += spooled.len();
+        let history_file = workspace
+            .state
+            .path()
+            .join("planning_history/issues/7.jsonl");
+        let before = std::fs::read_to_string(&history_file).unwrap_or_default();
+        for line in &spooled {
+            let key = jsonl::idempotency_key(line).unwrap();
+            assert!(
+                !before
+                    .lines()
+                    .any(|l| jsonl::idempotency_key(l).as_deref() == Some(&key)),
+                "kill point {index}: a spooled entry is not committed yet: {line}"
+            );
+        }
+        run_to_the_end(&workspace);
+        let after = std::fs::read_to_string(&history_file).unwrap();
+        for line in &spooled {
+            let key = jsonl::idempotency_key(line).unwrap();
+            let found = after
+                .lines()
+                .filter(|l| jsonl::idempotency_key(l).as_deref() == Some(&key))
+                .count();
+            assert_eq!(found, 1, "kill point {index}: once on the history: {line}");
+        }
+        let parsed = jsonl::parse(&after);
+        assert!(parsed.corrupt.is_empty(), "{:?}", parsed.corrupt);
+        let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        assert!(spooled_lines(&workspace).is_empty(), "the spool is emptied");
+        assert_eq!(final_state(&workspace).status, Some(RunStatus::Completed));
+    }
+    assert!(spooled_total > 0, "the kills did catch batched entries");
 }

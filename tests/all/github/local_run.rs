@@ -60,12 +60,22 @@ pub fn local_command_at(
     checkout: &TestRepo,
     local_dir: Option<&std::path::Path>,
 ) -> std::process::Command {
+    local_command_on(llm_base, checkout, local_dir, 7)
+}
+
+/// [`local_command_at`] on issue `number`.
+pub fn local_command_on(
+    llm_base: &str,
+    checkout: &TestRepo,
+    local_dir: Option<&std::path::Path>,
+    number: u64,
+) -> std::process::Command {
     let mut command = base_command(llm_base);
     command
         .args([
             "run",
             "--issue",
-            "7",
+            &number.to_string(),
             "--title",
             "Add a hello file",
             "--body",

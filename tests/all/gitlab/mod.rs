@@ -1,7 +1,7 @@
 //! The GitLab forge and history branch against the stateful fake GitLab on 127.0.0.1; the runs
 //! of the built binary in a GitLab CI job are in `pipeline.rs` and `e2e.rs`.
 
-mod ci_job;
+pub(crate) mod ci_job;
 mod e2e;
 mod gate;
 mod pipeline;
