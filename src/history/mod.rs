@@ -2,6 +2,7 @@
 
 pub(crate) mod backend;
 pub mod cas;
+pub(crate) mod effects;
 pub mod entry;
 pub mod export;
 pub mod git_branch;

@@ -6,13 +6,13 @@
 //! whose key is already recorded first looks for the marker and answers with what it finds.
 
 use super::args::{Args, invalid};
-use super::effects::{EffectJournal, Intent};
 use super::git::{CommitAuthor, Publisher, commit_working_tree, current_branch, free_branch_name};
 use super::output::cap_text;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::forge::marker::{key_for, with_marker};
 use crate::forge::{Forge, ForgeError, PullRequestRequest};
+use crate::history::effects::{EffectJournal, Intent};
 use crate::history::entry::EffectKind;
 use crate::llm::ToolSpec;
 use crate::trigger::{ThreadKind, ThreadRef};

@@ -19,7 +19,6 @@ pub(crate) mod args;
 pub(crate) mod blocking;
 pub(crate) mod detect;
 pub(crate) mod edit_file;
-pub(crate) mod effects;
 pub(crate) mod env;
 mod error;
 pub(crate) mod forge_tools;

@@ -4,7 +4,6 @@
 use super::apply_patch::ApplyPatchTool;
 use super::detect::detect_allowed_commands;
 use super::edit_file::EditFileTool;
-use super::effects::EffectJournal;
 use super::forge_tools::{OpenPullRequestTool, PostCommentTool, ReadThreadTool};
 use super::git::{CommitAuthor, GitPushPublisher, Publisher};
 use super::list_files::ListFilesTool;
@@ -17,6 +16,7 @@ use super::write_file::WriteFileTool;
 use super::{Tool, ToolRegistry};
 use crate::config::{McpServerConfig, ToolsConfig};
 use crate::forge::Forge;
+use crate::history::effects::EffectJournal;
 use crate::llm::ToolSpec;
 use crate::sandbox::SandboxPolicy;
 use crate::sandbox::protected::restoring;

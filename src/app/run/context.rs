@@ -121,8 +121,8 @@ pub(super) fn notice_effects(
     backend: &Arc<dyn HistoryBackend>,
     thread: ThreadRef,
     run_id: &str,
-) -> Arc<dyn crate::tools::effects::EffectJournal> {
-    Arc::new(crate::tools::effects::HistoryEffects::new(
+) -> Arc<dyn crate::history::effects::EffectJournal> {
+    Arc::new(crate::history::effects::HistoryEffects::new(
         backend.clone(),
         thread,
         run_id,

@@ -170,7 +170,7 @@ pub(super) async fn cycle_on_thread(
     };
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
-    tool_context.effects = Some(Arc::new(crate::tools::effects::HistoryEffects::new(
+    tool_context.effects = Some(Arc::new(crate::history::effects::HistoryEffects::new(
         backend.clone(),
         thread,
         &ctx.run_id,

@@ -4,8 +4,8 @@
 //! effect up — by the hidden marker in the comment or pull request body, or by the branch name —
 //! instead of making it twice.
 
-use crate::history::entry::{EffectKind, Entry, EntryBody};
-use crate::history::{HistoryBackend, SCHEMA_VERSION};
+use super::entry::{EffectKind, Entry, EntryBody};
+use super::{HistoryBackend, SCHEMA_VERSION};
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
