@@ -63,6 +63,18 @@ serve() {
   # prompt prefix between calls, which is what makes a cycle fit on two cores. One thread
   # (REPLAN_REAL_LLM_THREADS): on a CPU shared with builds, two threads wait on each other at every
   # step (measured 1.4 tokens/s with -t 2 against 25 with -t 1 at load 25).
+  # The wheel keeps the versioned libraries (libllama.so.0.6.0) but not the soname links
+  # (libllama.so.0) the server is linked against: make them in a directory of our own.
+  local bin libdir lib base
+  bin=$(dirname "$server")
+  libdir="$dir/lib"
+  mkdir -p "$libdir"
+  for lib in "$bin"/lib*.so.*.*.*; do
+    [ -e "$lib" ] || continue
+    base=$(basename "$lib")
+    ln -sf "$lib" "$libdir/${base%.*.*}"
+  done
+  export LD_LIBRARY_PATH="$libdir:$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local nice=()
   if nice -n -5 true 2>/dev/null; then
     nice=(nice -n -5)
