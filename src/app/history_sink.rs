@@ -24,6 +24,27 @@ pub struct HistorySink {
     last_commit: Mutex<Option<String>>,
     /// Pending entries on local disk too, so a SIGKILL does not lose them (see `history::spool`).
     spool: Mutex<Option<Spool>>,
+    before_commit: Option<Arc<dyn BeforeCommit>>,
+}
+
+/// Called before a flush commits entries that mark a task done: the work those entries claim
+/// must be saved first (the work branch), or a re-run on a fresh checkout would find the task
+/// done without its files.
+#[async_trait]
+pub trait BeforeCommit: Send + Sync {
+    async fn before_commit(&self);
+}
+
+fn finishes_a_task(entries: &[Entry]) -> bool {
+    entries.iter().any(|e| {
+        matches!(
+            &e.body,
+            EntryBody::TaskState {
+                state: crate::plan::TaskState::Done,
+                ..
+            }
+        )
+    })
 }
 
 impl HistorySink {
@@ -35,7 +56,14 @@ impl HistorySink {
             pending: tokio::sync::Mutex::new(Vec::new()),
             last_commit: Mutex::new(None),
             spool: Mutex::new(None),
+            before_commit: None,
         }
+    }
+
+    /// Run `hook` before every flush that commits a finished task.
+    pub fn with_before_commit(mut self, hook: Arc<dyn BeforeCommit>) -> Self {
+        self.before_commit = Some(hook);
+        self
     }
 
     /// Spool pending entries to `<dir>/<run id>.jsonl` until they are committed. Without a spool
@@ -78,6 +106,11 @@ impl HistorySink {
         let mut pending = self.pending.lock().await;
         if pending.is_empty() {
             return Ok(());
+        }
+        if let Some(hook) = &self.before_commit
+            && finishes_a_task(&pending)
+        {
+            hook.before_commit().await;
         }
         let outcome = self.backend.append(&self.thread, &pending).await?;
         pending.clear();

@@ -1,5 +1,6 @@
-//! Work that survives a fresh checkout: after finished tasks (at most once per `SAVE_INTERVAL`)
-//! and at the end of the run the working tree is committed to `replan/work/<thread>` and pushed,
+//! Work that survives a fresh checkout: before the history commits a finished task, after
+//! finished tasks (at most once per `SAVE_INTERVAL`) and at the end of the run the working tree
+//! is committed to `replan/work/<thread>` and pushed,
 //! and a run that resumes a thread on a clean checkout brings those files back before it goes
 //! on. (A CI re-run starts from a new clone; without this the tasks already ticked off would have
 //! lost their changes.)
@@ -100,12 +101,17 @@ impl WorkBranchReporter {
             return;
         }
         saved.0 = done;
-        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
-        let branch = work_branch(&self.thread);
         let message = format!(
             "Replan: work on {} after {done} finished task(s)",
             self.thread
         );
+        self.commit_and_push(&mut saved, message).await;
+    }
+
+    /// Commit the working tree to the work branch and push it when it changed.
+    async fn commit_and_push(&self, saved: &mut (usize, Option<Snapshots>), message: String) {
+        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+        let branch = work_branch(&self.thread);
         let (repo, name, author, known) = (
             self.workspace.clone(),
             branch.clone(),
@@ -133,6 +139,20 @@ impl WorkBranchReporter {
             Ok(Err(e)) => tracing::warn!("could not save the work to `{branch}`: {}", e.message),
             Err(e) => tracing::warn!("saving the work branch stopped: {e}"),
         }
+    }
+}
+
+/// The history is about to record finished tasks: their files reach the work branch first,
+/// whenever the last save was.
+#[async_trait]
+impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
+    async fn before_commit(&self) {
+        let mut saved = self.saved.lock().await;
+        let message = format!(
+            "Replan: work on {} before the history records finished tasks",
+            self.thread
+        );
+        self.commit_and_push(&mut saved, message).await;
     }
 }
 

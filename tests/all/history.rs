@@ -1136,6 +1136,66 @@ async fn the_history_sink_batches_commit_every_entries_and_flushes_at_the_end_of
     assert_eq!(count(), 5, "the end of the run flushes at once");
 }
 
+/// Counts the thread's committed lines each time a flush is about to commit a finished task.
+struct LinesAtHook {
+    backend: Arc<LocalHistory>,
+    seen: std::sync::Mutex<Vec<usize>>,
+}
+
+#[async_trait::async_trait]
+impl replan::app::history_sink::BeforeCommit for LinesAtHook {
+    async fn before_commit(&self) {
+        let text = self
+            .backend
+            .load_blocking(&ThreadRef::issue(4))
+            .unwrap()
+            .text;
+        self.seen
+            .lock()
+            .unwrap()
+            .push(jsonl::parse(&text).entries.len());
+    }
+}
+
+#[tokio::test]
+async fn a_flush_that_records_a_finished_task_saves_the_work_before_it_commits() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let hook = Arc::new(LinesAtHook {
+        backend: backend.clone(),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let sink =
+        HistorySink::new(backend.clone(), ThreadRef::issue(4), 2).with_before_commit(hook.clone());
+    let done = |seq| {
+        entry(
+            seq,
+            "run",
+            EntryBody::TaskState {
+                task_id: "task_1".into(),
+                state: TaskState::Done,
+                replanning_info: None,
+                note: None,
+            },
+        )
+    };
+
+    // No finished task in the batch: no save.
+    sink.append(&[checklist("run", "a"), checklist("run", "b")])
+        .await
+        .unwrap();
+    assert_eq!(*hook.seen.lock().unwrap(), Vec::<usize>::new());
+    // A batch that finishes a task: the save runs while the history still lacks it.
+    sink.append(&[checklist("run", "c"), done(4)])
+        .await
+        .unwrap();
+    assert_eq!(*hook.seen.lock().unwrap(), vec![2]);
+    let committed = jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text);
+    assert_eq!(committed.entries.len(), 4);
+}
+
 #[tokio::test]
 async fn entries_that_cannot_be_committed_go_to_the_job_log_and_the_step_summary() {
     use replan::app::history_sink::HistorySink;

@@ -157,16 +157,20 @@ pub(super) async fn cycle_on_thread(
         None => loaded,
     };
     crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
-    let reporter: Arc<dyn Reporter> = match &ctx.stage {
-        Some(stage) if !stage.saves_work_branch() => reporter,
-        _ => Arc::new(crate::app::work_branch::WorkBranchReporter::new(
-            reporter,
+    let work_saver = match &ctx.stage {
+        Some(stage) if !stage.saves_work_branch() => None,
+        _ => Some(Arc::new(crate::app::work_branch::WorkBranchReporter::new(
+            reporter.clone(),
             ctx.workspace.clone(),
             thread,
             publisher.clone(),
             author.clone(),
             loaded.state.tasks_done(),
-        )),
+        ))),
+    };
+    let reporter: Arc<dyn Reporter> = match &work_saver {
+        Some(saver) => saver.clone(),
+        None => reporter,
     };
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
@@ -185,6 +189,9 @@ pub(super) async fn cycle_on_thread(
     let mut sink = HistorySink::new(backend.clone(), thread, ctx.config.history.commit_every);
     if let Some(dir) = &spool {
         sink = sink.with_spool(dir, &ctx.run_id);
+    }
+    if let Some(saver) = work_saver {
+        sink = sink.with_before_commit(saver);
     }
     let sink = Arc::new(sink);
     let on_sigterm = sink.flush_on_sigterm();
