@@ -1,5 +1,5 @@
-//! Contention between real `replan run` processes (issue 14): several runs on different issues
-//! and two on the same issue start at once, each with its own checkout and model, and append to
+//! Contention between real `replan run` processes (issue 14): 20 runs on different issues
+//! and 5 more on one of them start at once, each with its own checkout and model, and append to
 //! one history — the fake GitHub's `replan-history` branch (a real compare-and-swap on the ref,
 //! 422 "Update is not a fast forward"), or one local directory shared by local runs. Every
 //! process exits 0, and every run's entries are on the history once, numbered without gaps.
@@ -17,8 +17,10 @@ use crate::gitlab::ci_job::ONE_TASK;
 use crate::support::TestRepo;
 use crate::support::llm_server::LlmServer;
 
-/// Issues 1..=DIFFERENT get one run each; issue 1 gets one more.
-const DIFFERENT: u64 = 12;
+/// Issues 1..=DIFFERENT get one run each; issue 1 gets SAME more (issue 14: 20 + 5).
+const DIFFERENT: u64 = 20;
+const SAME: u64 = 5;
+const RUNS: u64 = DIFFERENT + SAME;
 
 /// Which issue run `i` works on: 1..=DIFFERENT, then issue 1 again.
 fn issue_of(run: u64) -> u64 {
@@ -92,7 +94,7 @@ fn concurrent_replan_processes_on_one_github_history_branch_lose_and_duplicate_n
                 .seed_issue(&format!("Add hello {n}"), "Please add hello.md.", "alice");
         assert_eq!(number, n);
     }
-    let runs: Vec<(u64, BTreeMap<String, String>, LlmServer, TestRepo)> = (0..=DIFFERENT)
+    let runs: Vec<(u64, BTreeMap<String, String>, LlmServer, TestRepo)> = (0..RUNS)
         .map(|run| {
             let number = issue_of(run);
             let checkout = world.fresh_checkout();
@@ -144,7 +146,7 @@ fn concurrent_replan_processes_on_one_github_history_branch_lose_and_duplicate_n
         .count();
     assert!(conflicts > 0, "the processes did contend for the branch");
     for number in 1..=DIFFERENT {
-        let runs: BTreeSet<String> = (0..=DIFFERENT)
+        let runs: BTreeSet<String> = (0..RUNS)
             .filter(|run| issue_of(*run) == number)
             .map(|run| format!("{}-1", 9000 + run))
             .collect();
@@ -155,7 +157,7 @@ fn concurrent_replan_processes_on_one_github_history_branch_lose_and_duplicate_n
 #[test]
 fn concurrent_local_replan_processes_on_one_local_history_lose_and_duplicate_nothing() {
     let shared = TempDir::new().unwrap();
-    let runs: Vec<(u64, LlmServer, TestRepo, TestRepo)> = (0..=DIFFERENT)
+    let runs: Vec<(u64, LlmServer, TestRepo, TestRepo)> = (0..RUNS)
         .map(|run| {
             let (origin, checkout) = checkout();
             (
@@ -191,9 +193,7 @@ fn concurrent_local_replan_processes_on_one_local_history_lose_and_duplicate_not
         .unwrap_or_default();
         let parsed = jsonl::parse(&file);
         let runs: BTreeSet<String> = parsed.entries.iter().map(|e| e.run_id.clone()).collect();
-        let expected = (0..=DIFFERENT)
-            .filter(|run| issue_of(*run) == number)
-            .count();
+        let expected = (0..RUNS).filter(|run| issue_of(*run) == number).count();
         assert_eq!(
             runs.len(),
             expected,
