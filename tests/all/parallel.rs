@@ -65,7 +65,7 @@ fn execute_step(contains: &str, tool_call: Option<&str>, usage: &str) -> String 
 
 const SMALL: &str = "{ prompt_tokens: 10, completion_tokens: 0 }";
 
-/// `n` independent subtasks that each run `sleep 2` and then report done.
+/// `n` independent subtasks that each run `sleep 3` (issue 19 names a 3-second command) and then report done.
 fn sleeping_plan(n: usize, first_turn_usage: &str) -> String {
     sleeping_steps(n, first_turn_usage, false)
 }
@@ -79,17 +79,17 @@ fn sleeping_steps(n: usize, first_turn_usage: &str, chain: bool) -> String {
     for i in 1..=n {
         steps.push_str(&execute_step(
             &format!("Execute subtask `task_{i}`"),
-            Some(r#"{ name: run_command, arguments: { argv: ["sleep", "2"] } }"#),
+            Some(r#"{ name: run_command, arguments: { argv: ["sleep", "3"] } }"#),
             first_turn_usage,
         ));
     }
     steps
 }
 
-/// A checkout with `.replan.yml` allowing `sleep 2`.
+/// A checkout with `.replan.yml` allowing `sleep 3`.
 fn repo() -> (TestRepo, TestRepo) {
     let (origin, checkout) = checkout();
-    checkout.write(".replan.yml", "tools:\n  allowed_commands: [\"sleep 2\"]\n");
+    checkout.write(".replan.yml", "tools:\n  allowed_commands: [\"sleep 3\"]\n");
     checkout.commit_all("replan config");
     (origin, checkout)
 }
@@ -187,6 +187,12 @@ fn four_independent_sleeps_run_at_the_same_time_and_the_run_completes() {
     let last_start = spans.iter().map(|(_, s, _)| *s).max().unwrap();
     let first_end = spans.iter().map(|(_, _, e)| *e).min().unwrap();
     assert!(last_start < first_end, "{spans:?}");
+    // From the first sleep's start to the last one's end took under half of what the four
+    // take one after another (at least the sum of their durations).
+    let first_start = spans.iter().map(|(_, s, _)| *s).min().unwrap();
+    let last_end = spans.iter().map(|(_, _, e)| *e).max().unwrap();
+    let sequential: chrono::Duration = spans.iter().map(|(_, s, e)| *e - *s).sum();
+    assert!(last_end - first_start < sequential / 2, "{spans:?}");
 
     // Replay gives every subtask done, and `seq` runs 1, 2, 3... with no gap or repeat.
     let state = replay(&entries);
