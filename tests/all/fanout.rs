@@ -240,15 +240,19 @@ fn head_branch(repo: &TestRepo) -> String {
 }
 
 #[test]
-fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_change() {
+fn plan_then_four_concurrent_subtask_processes_then_join_completes_with_every_change() {
     let tasks = [
         task("task_1", &[], "a.txt", "alpha\n"),
         task("task_2", &[], "b.txt", "beta\n"),
         task("task_3", &[], "c.txt", "gamma\n"),
+        task("task_4", &[], "d.txt", "delta\n"),
     ];
     let world = Fanout::new(&tasks, 1);
     let matrix = world.plan();
-    assert_eq!(matrix, r#"{"subtask":["task_1","task_2","task_3"]}"#);
+    assert_eq!(
+        matrix,
+        r#"{"subtask":["task_1","task_2","task_3","task_4"]}"#
+    );
     let show = world.history_show();
     assert!(show.contains("→ fanned_out"), "{show}");
 
@@ -262,13 +266,16 @@ fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_c
         &world.clone(),
         &["--stage", "subtask", "--subtask", "task_9"],
     );
-    assert_usage(&unknown, &["--subtask task_9", "task_1, task_2, task_3"]);
+    assert_usage(
+        &unknown,
+        &["--subtask task_9", "task_1, task_2, task_3, task_4"],
+    );
     let stray = world.run(&world.clone(), &["--subtask", "task_1"]);
     assert_usage(&stray, &["--subtask", "--stage subtask"]);
     let missing = world.run(&world.clone(), &["--stage", "subtask"]);
     assert_usage(&missing, &["--stage subtask needs --subtask ID"]);
 
-    world.subtasks(&["task_1", "task_2", "task_3"]);
+    world.subtasks(&["task_1", "task_2", "task_3", "task_4"]);
     for t in &tasks {
         let branch = format!("replan/issue-7-tasks/{}", t.id);
         let shown = world
@@ -296,8 +303,8 @@ fn plan_then_three_concurrent_subtask_processes_then_join_completes_with_every_c
     let finished = history.matches(r#""type":"run_finished""#).count();
     assert_eq!(
         (started, finished),
-        (5, 5),
-        "plan, three subtasks, join: {history}"
+        (6, 6),
+        "plan, four subtasks, join: {history}"
     );
     for t in &tasks {
         let judged = history
