@@ -79,8 +79,11 @@ serve() {
   if nice -n -5 true 2>/dev/null; then
     nice=(nice -n -5)
   fi
-  exec "${nice[@]}" "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 8192 -np 1 \
-    --jinja --cache-reuse 256 -t "${REPLAN_REAL_LLM_THREADS:-1}"
+  # One 8k-token slot per subtask Replan may run at once (`execution.max_parallel`, default 4):
+  # with one slot the parallel subtasks' calls queue and time out behind each other.
+  local slots=${REPLAN_REAL_LLM_SLOTS:-4}
+  exec "${nice[@]}" "$server" -m "$model" --host 127.0.0.1 --port "$port" \
+    -c "$((8192 * slots))" -np "$slots" --jinja --cache-reuse 256 -t "${REPLAN_REAL_LLM_THREADS:-1}"
 }
 
 wait_healthy() {
