@@ -206,11 +206,14 @@ fn execute_request(
             "subtask {task_id} is not in the plan"
         )));
     };
-    let planned: Vec<String> = plan
+    let own: Vec<&crate::plan::PlannedAction> = plan
         .action_plan
         .actions
         .iter()
         .filter(|a| a.task_id == task_id)
+        .collect();
+    let planned: Vec<String> = own
+        .iter()
         .map(|a| {
             format!(
                 "{} → {}: {}",
@@ -267,23 +270,13 @@ fn execute_request(
     request.tools = plan_tools(cx, &plan);
     // An attempt starts by acting when its planned actions name a tool of this run, or when
     // nothing is planned for it (the weak-model fallback's "do the issue" subtask).
-    let mut own = plan
-        .action_plan
-        .actions
-        .iter()
-        .filter(|a| a.task_id == task_id);
-    let names_a_tool = |a: &crate::plan::PlannedAction| {
+    let names_a_tool = |a: &&crate::plan::PlannedAction| {
         a.tool
             .as_deref()
             .is_some_and(|t| request.tools.iter().any(|spec| spec.name == t))
     };
-    let nothing_planned = !plan
-        .action_plan
-        .actions
-        .iter()
-        .any(|a| a.task_id == task_id);
     request.require_tool_call =
-        !request.tools.is_empty() && (nothing_planned || own.any(names_a_tool));
+        !request.tools.is_empty() && (own.is_empty() || own.iter().any(names_a_tool));
     Ok(request)
 }
 
