@@ -6,6 +6,7 @@
 
 mod branches;
 mod matrix;
+mod output_file;
 mod pipeline;
 
 pub use pipeline::child_pipeline;
@@ -217,7 +218,7 @@ use branches::{join_subtask_branches, prepare_checkout, push_subtask, settle_joi
 
 mod conflict;
 
-use matrix::write_file;
+use output_file::write_file;
 
 use crate::history::HistoryBackend;
 use crate::history::store::LoadedThread;
