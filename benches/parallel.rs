@@ -4,11 +4,14 @@
 //!
 //! `cargo bench --bench parallel`; `REPLAN_BENCH_JSON=FILE` also writes the numbers as JSON.
 
+#[path = "common/quiet.rs"]
+mod quiet;
+
+use quiet::Quiet;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
 use replan::config::Config;
 use replan::engine::demo::FirstMatchLlm;
 use replan::engine::journal::MemorySink;
@@ -16,7 +19,6 @@ use replan::engine::prompts::Prompts;
 use replan::engine::{CycleDeps, EngineInput, run_cycle};
 use replan::history::SessionState;
 use replan::history::entry::{RunRequest, RunStatus};
-use replan::report::{Notice, Reporter};
 use replan::tools::registry_builder::{ToolContext, build_registry};
 use replan::tools::workspace::Workspace;
 use serde_json::{Map, Value, json};
@@ -65,19 +67,6 @@ fn scenario(subtasks: usize) -> String {
     ]});
     // JSON is YAML.
     steps.to_string()
-}
-
-struct Quiet;
-
-#[async_trait]
-impl Reporter for Quiet {
-    async fn progress(&self, _state: &SessionState) -> Option<String> {
-        None
-    }
-    async fn notice(&self, _state: &SessionState, _notice: &Notice) -> Option<String> {
-        None
-    }
-    async fn finish(&self, _state: &SessionState) {}
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {

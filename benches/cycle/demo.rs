@@ -13,13 +13,13 @@ use replan::engine::{CycleDeps, EngineInput, run_cycle};
 use replan::forge::local::LocalForge;
 use replan::history::entry::{RunRequest, RunStatus};
 use replan::history::local::LocalHistory;
-use replan::history::{HistoryBackend, SessionState, replay};
+use replan::history::{HistoryBackend, replay};
 use replan::llm::{ChatRequest, ChatResponse, Llm, LlmError};
-use replan::report::{Notice, Reporter};
 use replan::tools::registry_builder::{ToolContext, build_registry};
 use replan::tools::workspace::Workspace;
 use replan::trigger::ThreadRef;
 
+use crate::quiet::Quiet;
 use crate::tokens::Prompt;
 
 const TITLE: &str = "Add a CONTRIBUTING.md and link it from the README";
@@ -96,19 +96,6 @@ fn kind_of_purpose(purpose: &str) -> &'static str {
         .iter()
         .find(|(prefix, _)| purpose.starts_with(prefix))
         .map_or("other", |(_, kind)| kind)
-}
-
-struct Quiet;
-
-#[async_trait]
-impl Reporter for Quiet {
-    async fn progress(&self, _state: &SessionState) -> Option<String> {
-        None
-    }
-    async fn notice(&self, _state: &SessionState, _notice: &Notice) -> Option<String> {
-        None
-    }
-    async fn finish(&self, _state: &SessionState) {}
 }
 
 /// One demo cycle; its prompts in request order and the final status.

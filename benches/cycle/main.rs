@@ -7,6 +7,9 @@
 #[path = "../../tests/all/support/mod.rs"]
 mod support;
 
+#[path = "../common/quiet.rs"]
+mod quiet;
+
 mod checklist;
 mod demo;
 mod llm;
