@@ -2,7 +2,9 @@
 # The packaging checks (SPEC F13), apart from `cargo test` because they take minutes: installs the
 # tools they drive, builds the static musl release binary, then runs the `packaging` test target
 # (tests/packaging/: the binary is static and runs in an empty root, the action's install step,
-# action.yml, actionlint and shellcheck on the workflows and scripts). .ci/run calls this script.
+# action.yml, actionlint and shellcheck on the workflows and scripts), and the GitHub OpenAPI
+# conformance check (scripts/prism-conformance.sh: Stoplight Prism with GitHub's description in
+# front of the fake GitHub, 0 request violations). .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,4 +21,10 @@ echo "::endgroup::"
 
 echo "::group::packaging tests"
 cargo test --locked --test packaging
+echo "::endgroup::"
+
+echo "::group::GitHub OpenAPI conformance (Prism)"
+# Installs pinned Prism and GitHub's description into target/tools/prism (node and npm; Debian's
+# when missing), then runs tests/all/github/prism.rs through it.
+bash scripts/prism-conformance.sh
 echo "::endgroup::"

@@ -6,6 +6,7 @@ mod e2e;
 mod gate;
 mod kill_resume;
 pub(crate) mod local_run;
+mod prism;
 mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).

@@ -79,6 +79,7 @@ fn shellcheck_passes_on_the_install_step_and_the_ci_scripts() {
             ".ci/packaging-tools.sh",
             ".ci/packaging.sh",
             ".ci/run",
+            "scripts/prism-conformance.sh",
         ])
         .current_dir(repo_root())
         .output()

@@ -76,7 +76,7 @@ impl World {
     }
 
     /// A world whose runs ask every replan decision on its own (`planning.decisions: separate`).
-    fn separate(overrides: &str) -> Self {
+    pub(super) fn separate(overrides: &str) -> Self {
         World {
             decisions: "separate",
             ..World::new(overrides)
@@ -576,7 +576,7 @@ fn github_e2e_replan_command_with_a_reason_revises_the_plan_with_carry_over() {
     assert_eq!(outputs["plan_version"], "3", "{outputs:?}");
 }
 
-const ASK_WHICH_FILE: &str = r#"
+pub(super) const ASK_WHICH_FILE: &str = r#"
 mode: matched
 steps:
   - when: { contains: "Now evaluate the whole plan" }

@@ -10,6 +10,7 @@ pub mod faults;
 pub mod git;
 pub mod git_objects;
 pub mod llm_server;
+pub mod prism;
 pub mod server;
 
 pub use fake_github::FakeGitHub;
