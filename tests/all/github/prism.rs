@@ -25,7 +25,8 @@ use crate::support::{ConcurrentChange, FakeGitHub};
 
 /// The request kinds the runs must have sent through Prism, so the check cannot pass by
 /// checking nothing.
-const EXPECTED_KINDS: [&str; 19] = [
+const EXPECTED_KINDS: [&str; 20] = [
+    "POST /graphql",
     "GET /repos/{owner}/{repo}/issues/{n}",
     "GET /repos/{owner}/{repo}/issues/{n}/comments",
     "POST /repos/{owner}/{repo}/issues/{n}/comments",
@@ -46,6 +47,14 @@ const EXPECTED_KINDS: [&str; 19] = [
     "GET /repos/{owner}/{repo}/pulls",
     "POST /repos/{owner}/{repo}/pulls",
 ];
+
+/// Request violations that are not violations of GitHub's REST API, each with the reason:
+/// (`METHOD path`, words of Prism's message, why).
+const NOT_OURS: [(&str, &str, &str); 1] = [(
+    "POST /graphql",
+    "Selected route not found",
+    "the `viewer` query (whose token is this?) goes to GITHUB_GRAPHQL_URL, GitHub's GraphQL endpoint, which the REST description does not cover",
+)];
 
 #[test]
 fn github_client_requests_conform_to_githubs_openapi_description() {
@@ -77,6 +86,15 @@ fn github_client_requests_conform_to_githubs_openapi_description() {
         .violations()
         .into_iter()
         .partition(Violation::of_request);
+    let (excused, requests): (Vec<Violation>, Vec<Violation>) =
+        requests.into_iter().partition(|v| not_ours(v).is_some());
+    for violation in &excused {
+        eprintln!(
+            "not a REST request, not counted: {} ({})",
+            violation.line(),
+            not_ours(violation).unwrap_or_default()
+        );
+    }
     if !answers.is_empty() {
         eprintln!(
             "{} violations in the fake's answers (where it differs from GitHub's description), by route:\n  {}",
@@ -118,11 +136,22 @@ fn prism_reports_a_bad_request(fake: &FakeGitHub, prism: &Prism) {
     );
 }
 
-/// The binary as GitHub Actions starts it, with `GITHUB_API_URL` at Prism.
+/// Why a request violation is not one of GitHub's REST API, if it is one of [`NOT_OURS`].
+fn not_ours(violation: &Violation) -> Option<&'static str> {
+    let request = format!("{} {}", violation.method, violation.target);
+    NOT_OURS
+        .iter()
+        .find(|(route, words, _)| request == *route && violation.message.contains(words))
+        .map(|(_, _, why)| *why)
+}
+
+/// The binary as GitHub Actions starts it, with `GITHUB_API_URL` (and `GITHUB_GRAPHQL_URL`) at
+/// Prism.
 fn binary_runs(world: &World, api_url: &str) {
     let run = |event: &str, payload: &std::path::Path| {
         let mut env = world.env(event, payload);
         env.insert("GITHUB_API_URL".into(), api_url.into());
+        env.insert("GITHUB_GRAPHQL_URL".into(), format!("{api_url}/graphql"));
         let output = world.run(&env);
         assert_eq!(output.status.code(), Some(0), "{event}: {}", text(&output));
     };
