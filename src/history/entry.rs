@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::outcome::ActionOutcome;
+
 /// Bumped when an entry's meaning changes; readers accept every version up to this one.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -110,19 +112,6 @@ pub enum JudgeOutcome {
     NeedsContinuation,
     Replan,
     Blocked,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActionOutcome {
-    Ok,
-    NotFound,
-    Denied,
-    Timeout,
-    InvalidArguments,
-    Failed,
-    /// The service behind the tool was temporarily unavailable.
-    Unavailable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,7 +21,9 @@ use chrono::{TimeZone, Utc};
 use replan::forge::github::{
     GitHubClient, GitHubForge, GitHubHistory, GitHubSettings, RetryPolicy,
 };
-use replan::forge::{Forge, ForgeError, Permission, PullRequestRequest, Reaction};
+use replan::forge::{
+    CommentRef, Forge, ForgeError, Permission, PullRequestRequest, Reaction, ReactionTarget,
+};
 use replan::history::{Entry, EntryBody, HistoryBackend, HistoryError, jsonl};
 use replan::trigger::ThreadRef;
 
@@ -541,7 +543,13 @@ async fn github_comment_update_uses_patch() {
 
     let posted = forge.post_comment(&thread, "v1").await.unwrap();
     forge
-        .update_comment(&thread, &posted.id, "v2")
+        .update_comment(
+            CommentRef {
+                thread: &thread,
+                id: &posted.id,
+            },
+            "v2",
+        )
         .await
         .unwrap();
 
@@ -607,9 +615,24 @@ async fn github_reactions_go_to_the_issue_or_the_comment() {
     let forge = forge(&fake);
     let thread = ThreadRef::issue(number);
 
-    forge.react(&thread, None, Reaction::Eyes).await.unwrap();
     forge
-        .react(&thread, Some(&comment.to_string()), Reaction::Eyes)
+        .react(
+            ReactionTarget {
+                thread: &thread,
+                comment_id: None,
+            },
+            Reaction::Eyes,
+        )
+        .await
+        .unwrap();
+    forge
+        .react(
+            ReactionTarget {
+                thread: &thread,
+                comment_id: Some(&comment.to_string()),
+            },
+            Reaction::Eyes,
+        )
         .await
         .unwrap();
 

@@ -10,7 +10,8 @@ use replan::history::jsonl::{self, to_line};
 use replan::history::prune::{PruneOptions, prune};
 use replan::history::stats::stats;
 use replan::history::{
-    Entry, EntryBody, GitBranchHistory, HistoryBackend, LocalHistory, SCHEMA_VERSION, replay,
+    BlockingBackend, Entry, EntryBody, GitBranchHistory, HistoryBackend, LocalHistory,
+    SCHEMA_VERSION, replay,
 };
 use replan::plan::{
     ActionPlan, Completion, CompletionSummary, GoalUnderstanding, Phase, Plan, Reflection,
@@ -153,7 +154,7 @@ fn varied_body(i: u64) -> EntryBody {
             tool: "read".into(),
             arguments_digest: "ab".repeat(32),
             outcome: if i % 3 == 1 {
-                ActionOutcome::Failed
+                ActionOutcome::FAILED
             } else {
                 ActionOutcome::Ok
             },
