@@ -446,13 +446,7 @@ mod tests {
             .await
             .unwrap();
         forge
-            .react(
-                ReactionTarget {
-                    thread: &issue,
-                    comment_id: Some("2"),
-                },
-                Reaction::Eyes,
-            )
+            .react(ReactionTarget::on_comment(&issue, "2"), Reaction::Eyes)
             .await
             .unwrap();
         let stored: LocalThreadFile = serde_json::from_str(

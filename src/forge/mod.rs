@@ -136,6 +136,22 @@ pub struct ReactionTarget<'a> {
     pub comment_id: Option<&'a str>,
 }
 
+impl<'a> ReactionTarget<'a> {
+    pub fn on_thread(thread: &'a ThreadRef) -> Self {
+        ReactionTarget {
+            thread,
+            comment_id: None,
+        }
+    }
+
+    pub fn on_comment(thread: &'a ThreadRef, comment_id: &'a str) -> Self {
+        ReactionTarget {
+            thread,
+            comment_id: Some(comment_id),
+        }
+    }
+}
+
 #[async_trait]
 pub trait Forge: Send + Sync {
     fn kind(&self) -> ForgeKind;

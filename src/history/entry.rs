@@ -206,6 +206,18 @@ impl UsageTotals {
     }
 }
 
+/// What Replan asked the thread (a clarification request): recorded as the `question` entry and,
+/// until answered, the question the thread waits on (`state::Pending::Question`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub questions: Vec<String>,
+    #[serde(default)]
+    pub context: String,
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    pub phase: Phase,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryBody {
@@ -282,14 +294,7 @@ pub enum EntryBody {
         summary: String,
         duration_ms: u64,
     },
-    Question {
-        questions: Vec<String>,
-        #[serde(default)]
-        context: String,
-        #[serde(default)]
-        assumptions: Vec<String>,
-        phase: Phase,
-    },
+    Question(Question),
     Answer {
         author: String,
         text: String,

@@ -616,21 +616,12 @@ async fn github_reactions_go_to_the_issue_or_the_comment() {
     let thread = ThreadRef::issue(number);
 
     forge
-        .react(
-            ReactionTarget {
-                thread: &thread,
-                comment_id: None,
-            },
-            Reaction::Eyes,
-        )
+        .react(ReactionTarget::on_thread(&thread), Reaction::Eyes)
         .await
         .unwrap();
     forge
         .react(
-            ReactionTarget {
-                thread: &thread,
-                comment_id: Some(&comment.to_string()),
-            },
+            ReactionTarget::on_comment(&thread, &comment.to_string()),
             Reaction::Eyes,
         )
         .await

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use replan::history::entry::{
-    ActionOutcome, ApprovalDecision, DecisionRecord, DecisionResult, RunRequest, RunStatus,
-    UsageTotals,
+    ActionOutcome, ApprovalDecision, DecisionRecord, DecisionResult, Question, RunRequest,
+    RunStatus, UsageTotals,
 };
 use replan::history::export::{ExportFormat, export};
 use replan::history::jsonl::{self, to_line};
@@ -170,12 +170,12 @@ fn varied_body(i: u64) -> EntryBody {
             },
             plan_revision: None,
         },
-        6 => EntryBody::Question {
+        6 => EntryBody::Question(Question {
             questions: vec!["Which README?".into()],
             context: String::new(),
             assumptions: vec![],
             phase: Phase::GoalUnderstanding,
-        },
+        }),
         7 => EntryBody::Answer {
             author: "alice".into(),
             text: "The top-level one".into(),
@@ -638,12 +638,12 @@ fn crafted_history() -> Vec<Entry> {
         ),
         (
             "r1",
-            EntryBody::Question {
+            EntryBody::Question(Question {
                 questions: vec!["Which README should change?".into()],
                 context: "two READMEs".into(),
                 assumptions: vec!["the top-level one".into()],
                 phase: Phase::GoalUnderstanding,
-            },
+            }),
         ),
         (
             "r1",

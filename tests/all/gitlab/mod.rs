@@ -295,33 +295,15 @@ async fn gitlab_eyes_award_on_the_trigger_note_is_idempotent() {
     let thread = ThreadRef::issue(iid);
     let id = note.to_string();
     forge
-        .react(
-            ReactionTarget {
-                thread: &thread,
-                comment_id: Some(&id),
-            },
-            Reaction::Eyes,
-        )
+        .react(ReactionTarget::on_comment(&thread, &id), Reaction::Eyes)
         .await
         .unwrap();
     forge
-        .react(
-            ReactionTarget {
-                thread: &thread,
-                comment_id: Some(&id),
-            },
-            Reaction::Eyes,
-        )
+        .react(ReactionTarget::on_comment(&thread, &id), Reaction::Eyes)
         .await
         .unwrap();
     forge
-        .react(
-            ReactionTarget {
-                thread: &thread,
-                comment_id: None,
-            },
-            Reaction::Rocket,
-        )
+        .react(ReactionTarget::on_thread(&thread), Reaction::Rocket)
         .await
         .unwrap();
     let awards = fake.award_emoji();
