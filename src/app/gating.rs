@@ -2,7 +2,7 @@
 //! addressed to Replan, an edited comment, a refused author, a closed thread or a command with no
 //! plan to act on. Each check makes read requests only; what is posted is at most one short reply.
 
-use crate::forge::{Forge, ForgeError};
+use crate::forge::{CommentRef, Forge, ForgeError};
 use crate::history::SessionState;
 use crate::history::state::Pending;
 use crate::report::markers::notice_marker;
@@ -78,7 +78,11 @@ pub async fn current_comment(
     if !refetch {
         return Verdict::Go;
     }
-    let current = match forge.comment(&thread, &event_copy.id).await {
+    let at = CommentRef {
+        thread: &thread,
+        id: &event_copy.id,
+    };
+    let current = match forge.comment(at).await {
         Ok(Some(current)) => current,
         Ok(None) => {
             return Verdict::Silent(format!(

@@ -84,6 +84,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::entry::Question;
 
     #[test]
     fn a_comment_is_an_answer_only_while_a_question_waits() {
@@ -97,10 +98,12 @@ mod tests {
         ));
         let waiting = SessionState {
             pending: Some(Pending::Question {
-                questions: vec!["Which DB?".into()],
-                context: String::new(),
-                assumptions: vec![],
-                phase: Phase::GoalUnderstanding,
+                asked: Question {
+                    questions: vec!["Which DB?".into()],
+                    context: String::new(),
+                    assumptions: vec![],
+                    phase: Phase::GoalUnderstanding,
+                },
                 asked_at: chrono::Utc::now(),
             }),
             ..SessionState::default()

@@ -2,7 +2,7 @@
 //! over the run's forge.
 
 use crate::forge::layer::ForgeLayer;
-use crate::forge::{Forge, ForgeError, PullRequestRef, PullRequestRequest};
+use crate::forge::{Forge, ForgeResult, PullRequestRef, PullRequestRequest};
 use async_trait::async_trait;
 use std::sync::Mutex;
 
@@ -30,7 +30,7 @@ impl ForgeLayer for PrRecorder {
         &self,
         next: &dyn Forge,
         request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    ) -> ForgeResult<PullRequestRef> {
         let opened = next.open_pull_request(request).await?;
         self.remember(&opened);
         Ok(opened)
@@ -41,7 +41,7 @@ impl ForgeLayer for PrRecorder {
         &self,
         next: &dyn Forge,
         key: &str,
-    ) -> Result<Option<PullRequestRef>, ForgeError> {
+    ) -> ForgeResult<Option<PullRequestRef>> {
         let found = next.find_pull_request(key).await?;
         if let Some(pr) = &found {
             self.remember(pr);

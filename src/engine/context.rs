@@ -176,6 +176,19 @@ pub fn compact_plan(plan: &Plan) -> String {
     bullet_list(&lines)
 }
 
+/// Each subtask as `[state] id: description`, in plan order (the completion summary and the
+/// final review).
+pub fn task_states(plan: &Plan, state: &SessionState) -> Vec<String> {
+    plan.task_decomposition
+        .subtasks
+        .iter()
+        .map(|t| {
+            let label = state_label(state.task_state(&t.id));
+            format!("[{label}] {}: {}", t.id, t.description)
+        })
+        .collect()
+}
+
 /// The plan with each subtask's state, for the decisions that weigh progress (reflection).
 pub fn plan_with_states(plan: &Plan, state: &SessionState) -> String {
     let lines: Vec<String> = super::step::execution_order(plan)

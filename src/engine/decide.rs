@@ -9,7 +9,7 @@ use super::replan::{
     Assessment, Escalation, EscalationPolicy, EscalationStep, ReplanCounters, assess,
     effective_type, resolve_target, trigger_key,
 };
-use crate::history::entry::{DecisionRecord, DecisionResult, EntryBody, RunStatus};
+use crate::history::entry::{DecisionRecord, DecisionResult, EntryBody, Question, RunStatus};
 use crate::plan::{Phase, ReplanDecision, ReplanDecisionResponse, ReplanTrigger, ReplanType};
 use crate::report::Notice;
 
@@ -351,12 +351,12 @@ fn act(
                     &decision,
                     Done::new(true, DecisionResult::Success),
                 );
-                batch.push(EntryBody::Question {
+                batch.push(EntryBody::Question(Question {
                     questions: decision.clarification_questions.clone(),
                     context: decision.reasoning.clone(),
                     assumptions: decision.assumptions_to_make.clone(),
                     phase: rec.phase,
-                });
+                }));
                 notices.push(Notice::Clarification {
                     questions: decision.clarification_questions.clone(),
                     context: decision.reasoning.clone(),

@@ -3,9 +3,10 @@
 //! remembering the opened pull request (`app`) are layers, so none of them can forget a method:
 //! a method added to `Forge` is forwarded here once, for all of them.
 
-use super::Thread;
-use super::{Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction};
-use crate::trigger::gate::Permission as GatePermission;
+use super::{
+    Comment, CommentRef, Forge, ForgeResult, Permission, PullRequestRef, PullRequestRequest,
+    Reaction, ReactionTarget, Thread,
+};
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -20,37 +21,19 @@ pub trait ForgeLayer: Send + Sync {
         text.to_owned()
     }
 
-    async fn comments(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-    ) -> Result<Vec<Comment>, ForgeError> {
+    async fn comments(&self, next: &dyn Forge, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
         next.comments(thread).await
     }
 
-    async fn comment(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-        id: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        next.comment(thread, id).await
-    }
-
-    async fn find_comment(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-        key: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        next.find_comment(thread, key).await
+    async fn comment(&self, next: &dyn Forge, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
+        next.comment(at).await
     }
 
     async fn find_pull_request(
         &self,
         next: &dyn Forge,
         key: &str,
-    ) -> Result<Option<PullRequestRef>, ForgeError> {
+    ) -> ForgeResult<Option<PullRequestRef>> {
         next.find_pull_request(key).await
     }
 
@@ -59,35 +42,33 @@ pub trait ForgeLayer: Send + Sync {
         next: &dyn Forge,
         thread: &ThreadRef,
         body: &str,
-    ) -> Result<Comment, ForgeError> {
+    ) -> ForgeResult<Comment> {
         next.post_comment(thread, body).await
     }
 
     async fn update_comment(
         &self,
         next: &dyn Forge,
-        thread: &ThreadRef,
-        comment_id: &str,
+        at: CommentRef<'_>,
         body: &str,
-    ) -> Result<(), ForgeError> {
-        next.update_comment(thread, comment_id, body).await
+    ) -> ForgeResult<()> {
+        next.update_comment(at, body).await
     }
 
     async fn react(
         &self,
         next: &dyn Forge,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
+        target: ReactionTarget<'_>,
         reaction: Reaction,
-    ) -> Result<(), ForgeError> {
-        next.react(thread, comment_id, reaction).await
+    ) -> ForgeResult<()> {
+        next.react(target, reaction).await
     }
 
     async fn open_pull_request(
         &self,
         next: &dyn Forge,
         request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    ) -> ForgeResult<PullRequestRef> {
         next.open_pull_request(request).await
     }
 }
@@ -106,6 +87,10 @@ impl<L: ForgeLayer> Layered<L> {
     pub fn layer(&self) -> &L {
         &self.layer
     }
+
+    fn next(&self) -> &dyn Forge {
+        self.inner.as_ref()
+    }
 }
 
 #[async_trait]
@@ -118,86 +103,51 @@ impl<L: ForgeLayer> Forge for Layered<L> {
         self.inner.run_url()
     }
 
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+    async fn thread(&self, thread: &ThreadRef) -> ForgeResult<Thread> {
         self.inner.thread(thread).await
     }
 
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
-        self.layer.comments(self.inner.as_ref(), thread).await
+    async fn comments(&self, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
+        self.layer.comments(self.next(), thread).await
     }
 
-    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
-        self.layer.comment(self.inner.as_ref(), thread, id).await
+    async fn comment(&self, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
+        self.layer.comment(self.next(), at).await
     }
 
     async fn own_login(&self) -> Option<String> {
         self.inner.own_login().await
     }
 
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> ForgeResult<Comment> {
         let body = self.layer.outgoing(body);
-        self.layer
-            .post_comment(self.inner.as_ref(), thread, &body)
-            .await
+        self.layer.post_comment(self.next(), thread, &body).await
     }
 
-    async fn update_comment(
-        &self,
-        thread: &ThreadRef,
-        comment_id: &str,
-        body: &str,
-    ) -> Result<(), ForgeError> {
+    async fn update_comment(&self, at: CommentRef<'_>, body: &str) -> ForgeResult<()> {
         let body = self.layer.outgoing(body);
-        self.layer
-            .update_comment(self.inner.as_ref(), thread, comment_id, &body)
-            .await
+        self.layer.update_comment(self.next(), at, &body).await
     }
 
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
+    async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         self.inner.permission(user).await
     }
 
-    async fn react(
-        &self,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
-        reaction: Reaction,
-    ) -> Result<(), ForgeError> {
-        self.layer
-            .react(self.inner.as_ref(), thread, comment_id, reaction)
-            .await
+    async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
+        self.layer.react(self.next(), target, reaction).await
     }
 
-    async fn open_pull_request(
-        &self,
-        request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef> {
         let request = PullRequestRequest {
             head: request.head.clone(),
             base: request.base.clone(),
             title: self.layer.outgoing(&request.title),
             body: self.layer.outgoing(&request.body),
         };
-        self.layer
-            .open_pull_request(self.inner.as_ref(), &request)
-            .await
+        self.layer.open_pull_request(self.next(), &request).await
     }
 
-    async fn find_comment(
-        &self,
-        thread: &ThreadRef,
-        key: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        self.layer
-            .find_comment(self.inner.as_ref(), thread, key)
-            .await
-    }
-
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
-        self.layer.find_pull_request(self.inner.as_ref(), key).await
-    }
-
-    async fn gate_permission(&self, user: &str) -> GatePermission {
-        self.inner.gate_permission(user).await
+    async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
+        self.layer.find_pull_request(self.next(), key).await
     }
 }

@@ -5,7 +5,8 @@
 //! (write then rename) so that an interrupted run never leaves half a file.
 
 use super::{
-    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
+    Comment, CommentRef, Forge, ForgeError, ForgeResult, Permission, PullRequestRef,
+    PullRequestRequest, Reaction, ReactionTarget, Thread,
 };
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
@@ -282,27 +283,26 @@ impl Forge for LocalForge {
         ForgeKind::Local
     }
 
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+    async fn thread(&self, thread: &ThreadRef) -> ForgeResult<Thread> {
         let _guard = self.exclusive().await?;
         Ok(self.load(thread)?.thread)
     }
 
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
+    async fn comments(&self, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
         let _guard = self.exclusive().await?;
         Ok(self.load(thread)?.comments)
     }
 
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> ForgeResult<Comment> {
         let bot = self.bot_name.clone();
         self.append_comment(thread, &bot, true, body).await
     }
 
-    async fn update_comment(
-        &self,
-        thread: &ThreadRef,
-        comment_id: &str,
-        body: &str,
-    ) -> Result<(), ForgeError> {
+    async fn update_comment(&self, at: CommentRef<'_>, body: &str) -> ForgeResult<()> {
+        let CommentRef {
+            thread,
+            id: comment_id,
+        } = at;
         let _guard = self.exclusive().await?;
         let mut file = self.load(thread)?;
         let comment = file
@@ -317,20 +317,16 @@ impl Forge for LocalForge {
         self.save(thread, &file)
     }
 
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
+    async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         Ok(self
             .permissions
             .get(user)
-            .copied()
+            .cloned()
             .unwrap_or(Permission::None))
     }
 
-    async fn react(
-        &self,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
-        reaction: Reaction,
-    ) -> Result<(), ForgeError> {
+    async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
+        let ReactionTarget { thread, comment_id } = target;
         let _guard = self.exclusive().await?;
         let mut file = self.load(thread)?;
         if comment_id.is_some_and(|id| !file.comments.iter().any(|c| c.id == id)) {
@@ -346,10 +342,7 @@ impl Forge for LocalForge {
         self.save(thread, &file)
     }
 
-    async fn open_pull_request(
-        &self,
-        request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef> {
         let _guard = self.exclusive().await?;
         let missing_head = match &self.repo {
             Some(repo) => !self.branch_exists(repo, &request.head)?,
@@ -379,7 +372,7 @@ impl Forge for LocalForge {
         Ok(PullRequestRef { number, url })
     }
 
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+    async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         let _guard = self.lock.lock().await;
         Ok(self
             .load_pulls()?
@@ -443,11 +436,17 @@ mod tests {
         let second = forge.add_comment_as(&issue, "alice", "two").await.unwrap();
         assert_eq!((first.id.as_str(), second.id.as_str()), ("1", "2"));
         forge
-            .update_comment(&issue, "1", "one, edited")
+            .update_comment(
+                CommentRef {
+                    thread: &issue,
+                    id: "1",
+                },
+                "one, edited",
+            )
             .await
             .unwrap();
         forge
-            .react(&issue, Some("2"), Reaction::Eyes)
+            .react(ReactionTarget::on_comment(&issue, "2"), Reaction::Eyes)
             .await
             .unwrap();
         let stored: LocalThreadFile = serde_json::from_str(
@@ -471,7 +470,15 @@ mod tests {
         ));
         forge.create_thread(issue, "t", "b", "a").await.unwrap();
         assert!(matches!(
-            forge.update_comment(&issue, "9", "x").await,
+            forge
+                .update_comment(
+                    CommentRef {
+                        thread: &issue,
+                        id: "9"
+                    },
+                    "x"
+                )
+                .await,
             Err(ForgeError::NotFound { .. })
         ));
     }

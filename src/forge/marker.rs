@@ -3,6 +3,8 @@
 //! unknown — an answer lost to a 5xx or a time-out, a job killed right after the call — can be
 //! found again instead of repeated.
 
+use super::{Comment, Forge, ForgeResult};
+use crate::trigger::ThreadRef;
 use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "<!-- replan:key=";
@@ -40,6 +42,18 @@ pub fn key_in(body: &str) -> Option<&str> {
     let end = rest.find(SUFFIX)?;
     let key = &rest[..end];
     (!key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(key)
+}
+
+/// The comment on `thread` whose body carries the marker of `key`: one an earlier attempt posted.
+/// It reads [`Forge::comments`], so a forge layer that adds comments (a bundle's recorded ones)
+/// is searched too.
+pub async fn find_comment(
+    forge: &dyn Forge,
+    thread: &ThreadRef,
+    key: &str,
+) -> ForgeResult<Option<Comment>> {
+    let comments = forge.comments(thread).await?;
+    Ok(comments.into_iter().find(|c| key_in(&c.body) == Some(key)))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ pub mod local;
 pub mod marker;
 pub(crate) mod redacting;
 
-use crate::trigger::gate::Permission as GatePermission;
+pub use crate::trigger::Permission;
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -37,18 +37,6 @@ pub struct Thread {
     /// Closed (GitLab: closed or merged). Closed threads are not planned.
     #[serde(default)]
     pub closed: bool,
-}
-
-/// Access of a user to the repository, normalised over GitHub roles and GitLab access levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Permission {
-    None,
-    Read,
-    Triage,
-    Write,
-    Maintain,
-    Admin,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +120,38 @@ pub enum ForgeError {
     Other(String),
 }
 
+pub type ForgeResult<T> = Result<T, ForgeError>;
+
+/// One comment of a thread: what reading and editing a comment address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommentRef<'a> {
+    pub thread: &'a ThreadRef,
+    pub id: &'a str,
+}
+
+/// What a reaction goes on: the thread itself (`comment_id` None) or one of its comments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReactionTarget<'a> {
+    pub thread: &'a ThreadRef,
+    pub comment_id: Option<&'a str>,
+}
+
+impl<'a> ReactionTarget<'a> {
+    pub fn on_thread(thread: &'a ThreadRef) -> Self {
+        ReactionTarget {
+            thread,
+            comment_id: None,
+        }
+    }
+
+    pub fn on_comment(thread: &'a ThreadRef, comment_id: &'a str) -> Self {
+        ReactionTarget {
+            thread,
+            comment_id: Some(comment_id),
+        }
+    }
+}
+
 #[async_trait]
 pub trait Forge: Send + Sync {
     fn kind(&self) -> ForgeKind;
@@ -141,17 +161,17 @@ pub trait Forge: Send + Sync {
         None
     }
 
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError>;
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError>;
+    async fn thread(&self, thread: &ThreadRef) -> ForgeResult<Thread>;
+    async fn comments(&self, thread: &ThreadRef) -> ForgeResult<Vec<Comment>>;
 
     /// One comment as it is now; `None` when it no longer exists. The default looks it up in
     /// [`Forge::comments`]; forges with a direct endpoint override it.
-    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+    async fn comment(&self, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
         Ok(self
-            .comments(thread)
+            .comments(at.thread)
             .await?
             .into_iter()
-            .find(|c| c.id == id))
+            .find(|c| c.id == at.id))
     }
 
     /// The login Replan's own comments are written as (the token's user), so it edits only its
@@ -159,56 +179,20 @@ pub trait Forge: Send + Sync {
     async fn own_login(&self) -> Option<String> {
         None
     }
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError>;
-    async fn update_comment(
-        &self,
-        thread: &ThreadRef,
-        comment_id: &str,
-        body: &str,
-    ) -> Result<(), ForgeError>;
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError>;
-    /// React to the thread itself (`comment_id` None) or to a comment.
-    async fn react(
-        &self,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
-        reaction: Reaction,
-    ) -> Result<(), ForgeError>;
-    async fn open_pull_request(
-        &self,
-        request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError>;
-
-    /// The comment on `thread` whose body carries the idempotency marker `key`
-    /// ([`marker::with_marker`]): a comment an earlier attempt posted.
-    async fn find_comment(
-        &self,
-        thread: &ThreadRef,
-        key: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        Ok(self
-            .comments(thread)
-            .await?
-            .into_iter()
-            .find(|c| marker::key_in(&c.body) == Some(key)))
-    }
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> ForgeResult<Comment>;
+    async fn update_comment(&self, at: CommentRef<'_>, body: &str) -> ForgeResult<()>;
+    async fn permission(&self, user: &str) -> ForgeResult<Permission>;
+    async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()>;
+    async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef>;
 
     /// The pull / merge request (in any state) whose body carries the idempotency marker `key`.
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError>;
+    async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>>;
 
-    /// The user's access as the gate weighs it. A failed look-up becomes
-    /// [`GatePermission::Unknown`] so the gate fails closed. The default maps [`Forge::permission`]
-    /// onto GitHub roles; GitLab overrides it with the member's exact access level, which the
-    /// gate compares with `gitlab.min_access_level`.
-    async fn gate_permission(&self, user: &str) -> GatePermission {
-        match self.permission(user).await {
-            Ok(Permission::Admin) => GatePermission::GitHubAdmin,
-            Ok(Permission::Maintain) => GatePermission::GitHubMaintain,
-            Ok(Permission::Write) => GatePermission::GitHubWrite,
-            Ok(Permission::Triage) => GatePermission::GitHubTriage,
-            Ok(Permission::Read) => GatePermission::GitHubRead,
-            Ok(Permission::None) => GatePermission::None,
-            Err(e) => GatePermission::Unknown(e.to_string()),
-        }
+    /// The user's access as the gate weighs it: a failed look-up becomes
+    /// [`Permission::Unknown`], so the gate fails closed.
+    async fn gate_permission(&self, user: &str) -> Permission {
+        self.permission(user)
+            .await
+            .unwrap_or_else(|e| Permission::Unknown(e.to_string()))
     }
 }

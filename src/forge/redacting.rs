@@ -24,8 +24,8 @@ pub fn redacting(forge: Arc<dyn Forge>) -> Arc<dyn Forge> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::forge::PullRequestRequest;
     use crate::forge::local::LocalForge;
+    use crate::forge::{CommentRef, PullRequestRequest};
     use crate::trigger::ThreadRef;
     use std::path::Path;
 
@@ -59,7 +59,13 @@ mod tests {
         let text = format!("token {canary} here");
         let posted = forge.post_comment(&thread, &text).await.unwrap();
         forge
-            .update_comment(&thread, &posted.id, &text)
+            .update_comment(
+                CommentRef {
+                    thread: &thread,
+                    id: &posted.id,
+                },
+                &text,
+            )
             .await
             .unwrap();
         forge

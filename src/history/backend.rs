@@ -54,17 +54,51 @@ pub trait HistoryBackend: Send + Sync {
     /// Append entries to the thread's file, one JSON line each. Implementations re-read and
     /// re-append on a concurrent change, renumbering `seq` after the last line they find: no line
     /// of either writer may be lost, and corrupt lines already in the file are kept as they are.
-    async fn append(
-        &self,
-        thread: &ThreadRef,
-        entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError>;
+    async fn append(&self, thread: &ThreadRef, entries: &[Entry]) -> HistoryResult<AppendOutcome>;
 
     /// Every thread that has a history file (for the scheduled sweep and pruning).
     async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError>;
 
     /// Replace a whole file (prune/archive only; never used during a run).
     async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError>;
+}
+
+pub type HistoryResult<T> = Result<T, HistoryError>;
+
+/// A backend whose work blocks (a local file, the `git` CLI). It says what each operation does;
+/// the one [`HistoryBackend`] impl below runs it off the async runtime.
+pub trait BlockingBackend: Clone + Send + Sync + 'static {
+    fn load_blocking(&self, thread: &ThreadRef) -> HistoryResult<LoadedHistory>;
+    fn append_blocking(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> HistoryResult<AppendOutcome>;
+    fn threads_blocking(&self) -> HistoryResult<Vec<ThreadRef>>;
+    fn rewrite_blocking(&self, thread: &ThreadRef, text: &str) -> HistoryResult<AppendOutcome>;
+}
+
+#[async_trait]
+impl<B: BlockingBackend> HistoryBackend for B {
+    async fn load(&self, thread: &ThreadRef) -> HistoryResult<LoadedHistory> {
+        let (me, thread) = (self.clone(), *thread);
+        blocking(move || me.load_blocking(&thread)).await
+    }
+
+    async fn append(&self, thread: &ThreadRef, entries: &[Entry]) -> HistoryResult<AppendOutcome> {
+        let (me, thread, entries) = (self.clone(), *thread, entries.to_vec());
+        blocking(move || me.append_blocking(&thread, &entries)).await
+    }
+
+    async fn threads(&self) -> HistoryResult<Vec<ThreadRef>> {
+        let me = self.clone();
+        blocking(move || me.threads_blocking()).await
+    }
+
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> HistoryResult<AppendOutcome> {
+        let (me, thread, text) = (self.clone(), *thread, text.to_string());
+        blocking(move || me.rewrite_blocking(&thread, &text)).await
+    }
 }
 
 /// Run a file or `git` backend's blocking work off the async runtime.

@@ -101,16 +101,10 @@ impl Retry {
     }
 }
 
-/// Run [`commit`] for a store whose every step is synchronous (the local `git` branch, on a
-/// blocking thread), without a runtime: each of its futures is ready when first polled.
-pub fn commit_blocking<S: BranchFile + ?Sized>(
-    store: &S,
-    path: &str,
-    message: &str,
-    retry: Retry,
-    change: impl FnMut(&[u8]) -> Result<Change, HistoryError> + Send,
-) -> Result<AppendOutcome, HistoryError> {
-    let mut future = std::pin::pin!(commit(store, path, message, retry, change));
+/// Run a write through [`commit`] for a store whose every step is synchronous (the local `git`
+/// branch, on a blocking thread), without a runtime: each of its futures is ready when first polled.
+pub fn run_ready<T>(future: impl Future<Output = T>) -> T {
+    let mut future = std::pin::pin!(future);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     loop {
         if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {

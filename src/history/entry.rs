@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::outcome::ActionOutcome;
+
 /// Bumped when an entry's meaning changes; readers accept every version up to this one.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -114,19 +116,6 @@ pub enum JudgeOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ActionOutcome {
-    Ok,
-    NotFound,
-    Denied,
-    Timeout,
-    InvalidArguments,
-    Failed,
-    /// The service behind the tool was temporarily unavailable.
-    Unavailable,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     Approved,
     Rejected,
@@ -217,6 +206,18 @@ impl UsageTotals {
     }
 }
 
+/// What Replan asked the thread (a clarification request): recorded as the `question` entry and,
+/// until answered, the question the thread waits on (`state::Pending::Question`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub questions: Vec<String>,
+    #[serde(default)]
+    pub context: String,
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    pub phase: Phase,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryBody {
@@ -293,14 +294,7 @@ pub enum EntryBody {
         summary: String,
         duration_ms: u64,
     },
-    Question {
-        questions: Vec<String>,
-        #[serde(default)]
-        context: String,
-        #[serde(default)]
-        assumptions: Vec<String>,
-        phase: Phase,
-    },
+    Question(Question),
     Answer {
         author: String,
         text: String,

@@ -2,7 +2,7 @@
 //! `exportMarkdown` / `exportJSON` / `getMetrics`). Every format is a rendering of the file; corrupt
 //! lines are skipped and returned separately so the CLI can report them on stderr.
 
-use super::entry::{ApprovalDecision, Entry, EntryBody};
+use super::entry::{ApprovalDecision, Entry, EntryBody, Question};
 use super::jsonl::{self, CorruptLine};
 use super::state::{Pending, replay};
 use super::stats::stats;
@@ -208,8 +208,9 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
         let _ = writeln!(out, "- Last status: {}", json!(s).as_str().unwrap_or(""));
     }
     match &state.pending {
-        Some(Pending::Question { questions, .. }) => {
-            let _ = writeln!(out, "- Waiting for an answer to: {}", questions.join(" / "));
+        Some(Pending::Question { asked, .. }) => {
+            let questions = asked.questions.join(" / ");
+            let _ = writeln!(out, "- Waiting for an answer to: {questions}");
         }
         Some(Pending::Approval { request_id, .. }) => {
             let _ = writeln!(out, "- Waiting for approval of `{request_id}`");
@@ -381,12 +382,12 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                     }
                 );
             }
-            EntryBody::Question {
+            EntryBody::Question(Question {
                 questions,
                 context,
                 assumptions,
                 phase,
-            } => {
+            }) => {
                 let _ = writeln!(out, "### Question ({phase}, {at})\n");
                 for q in questions {
                     let _ = writeln!(out, "- {q}");
@@ -600,8 +601,12 @@ pub fn summary(thread: &ThreadRef, entries: &[Entry], corrupt: &[CorruptLine]) -
         }
     }
     match &state.pending {
-        Some(Pending::Question { questions, .. }) => {
-            let _ = writeln!(out, "waiting for an answer: {}", questions.join(" / "));
+        Some(Pending::Question { asked, .. }) => {
+            let _ = writeln!(
+                out,
+                "waiting for an answer: {}",
+                asked.questions.join(" / ")
+            );
         }
         Some(Pending::Approval { request_id, .. }) => {
             let _ = writeln!(out, "waiting for /approve of {request_id}");

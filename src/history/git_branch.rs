@@ -6,11 +6,11 @@
 //! compare-and-swap. When another writer moved the branch first, the append starts again from the
 //! new tip ([`cas::commit`], bounded by time), renumbering its entries after the last `seq` there.
 
-use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
-use super::cas::{self, BranchFile, Change, Retry, Snapshot, Written};
+use super::backend::{AppendOutcome, BlockingBackend, HistoryError, HistoryResult, LoadedHistory};
+use super::branch_write;
+use super::cas::{self, BranchFile, Retry, Snapshot, Written};
 use super::entry::Entry;
 use super::jsonl;
-use super::rebase::PendingAppend;
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use std::io::Write;
@@ -174,33 +174,14 @@ impl GitBranchHistory {
         )))
     }
 
-    pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+    /// The compare-and-swap store of one append or rewrite (this runs on a blocking thread
+    /// already, so the shared loop runs through [`cas::run_ready`]).
+    fn attempts(&self) -> HistoryResult<Attempts<'_>> {
         self.fetch()?;
-        let Some(tip) = self.tip()? else {
-            return Ok(LoadedHistory::default());
-        };
-        let bytes = self.read_at(&tip, &thread.history_path(&self.directory))?;
-        Ok(LoadedHistory {
-            text: jsonl::text_of(&bytes),
-            version: Some(tip),
-        })
-    }
-
-    /// Commit `change(old bytes)` as the thread's file through the shared compare-and-swap loop
-    /// (this runs on a blocking thread already).
-    fn commit_loop(
-        &self,
-        thread: &ThreadRef,
-        message: &str,
-        change: impl FnMut(&[u8]) -> Result<Change, HistoryError> + Send,
-    ) -> Result<AppendOutcome, HistoryError> {
-        let path = thread.history_path(&self.directory);
-        self.fetch()?;
-        let store = Attempts {
+        Ok(Attempts {
             history: self,
             count: AtomicU32::new(0),
-        };
-        cas::commit_blocking(&store, &path, message, self.retry, change)
+        })
     }
 
     fn make_commit(
@@ -299,36 +280,46 @@ impl GitBranchHistory {
             self.branch, out.stderr
         )))
     }
+}
 
-    pub fn append_blocking(
+impl BlockingBackend for GitBranchHistory {
+    fn load_blocking(&self, thread: &ThreadRef) -> HistoryResult<LoadedHistory> {
+        self.fetch()?;
+        let Some(tip) = self.tip()? else {
+            return Ok(LoadedHistory::default());
+        };
+        let bytes = self.read_at(&tip, &thread.history_path(&self.directory))?;
+        Ok(LoadedHistory {
+            text: jsonl::text_of(&bytes),
+            version: Some(tip),
+        })
+    }
+
+    fn append_blocking(
         &self,
         thread: &ThreadRef,
         entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
-        let message = format!(
-            "replan: {} {} to {}",
-            entries.len(),
-            if entries.len() == 1 {
-                "entry"
-            } else {
-                "entries"
-            },
-            thread.history_path(&self.directory)
-        );
-        let mut pending = PendingAppend::new(thread.history_path(&self.directory), entries);
-        self.commit_loop(thread, &message, |old| pending.onto(old))
+    ) -> HistoryResult<AppendOutcome> {
+        let path = thread.history_path(&self.directory);
+        cas::run_ready(branch_write::append(
+            &self.attempts()?,
+            &path,
+            entries,
+            self.retry,
+        ))
     }
 
-    pub fn rewrite_blocking(
-        &self,
-        thread: &ThreadRef,
-        text: &str,
-    ) -> Result<AppendOutcome, HistoryError> {
-        let message = format!("replan: rewrite {}", thread.history_path(&self.directory));
-        self.commit_loop(thread, &message, |_| Ok(Change::replacing(text)))
+    fn rewrite_blocking(&self, thread: &ThreadRef, text: &str) -> HistoryResult<AppendOutcome> {
+        let path = thread.history_path(&self.directory);
+        cas::run_ready(branch_write::rewrite(
+            &self.attempts()?,
+            &path,
+            text,
+            self.retry,
+        ))
     }
 
-    pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+    fn threads_blocking(&self) -> HistoryResult<Vec<ThreadRef>> {
         self.fetch()?;
         let Some(tip) = self.tip()? else {
             return Ok(Vec::new());
@@ -442,31 +433,4 @@ fn is_ref_conflict(stderr: &str) -> bool {
         || stderr.contains("already exists")
         || stderr.contains("cannot lock ref")
         || stderr.contains("reference already exists")
-}
-
-#[async_trait]
-impl HistoryBackend for GitBranchHistory {
-    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
-        let (me, thread) = (self.clone(), *thread);
-        blocking(move || me.load_blocking(&thread)).await
-    }
-
-    async fn append(
-        &self,
-        thread: &ThreadRef,
-        entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
-        let (me, thread, entries) = (self.clone(), *thread, entries.to_vec());
-        blocking(move || me.append_blocking(&thread, &entries)).await
-    }
-
-    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
-        let me = self.clone();
-        blocking(move || me.threads_blocking()).await
-    }
-
-    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
-        let (me, thread, text) = (self.clone(), *thread, text.to_string());
-        blocking(move || me.rewrite_blocking(&thread, &text)).await
-    }
 }

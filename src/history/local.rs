@@ -5,12 +5,11 @@
 //! (prune only) go through a temporary file and a rename; an appender that was waiting on the old
 //! file notices the swap and appends to the new one.
 
-use super::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory, blocking};
+use super::backend::{AppendOutcome, BlockingBackend, HistoryError, HistoryResult, LoadedHistory};
 use super::entry::Entry;
 use super::jsonl;
 use super::rebase::PendingAppend;
 use crate::trigger::{ThreadKind, ThreadRef};
-use async_trait::async_trait;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -33,8 +32,10 @@ impl LocalHistory {
     pub fn path(&self, thread: &ThreadRef) -> PathBuf {
         self.root.join(thread.history_path(&self.directory))
     }
+}
 
-    pub fn load_blocking(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
+impl BlockingBackend for LocalHistory {
+    fn load_blocking(&self, thread: &ThreadRef) -> HistoryResult<LoadedHistory> {
         let path = self.path(thread);
         match fs::read(&path) {
             Ok(bytes) => Ok(LoadedHistory {
@@ -46,11 +47,11 @@ impl LocalHistory {
         }
     }
 
-    pub fn append_blocking(
+    fn append_blocking(
         &self,
         thread: &ThreadRef,
         entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
+    ) -> HistoryResult<AppendOutcome> {
         let path = self.path(thread);
         let mut file = open_locked(&path)?;
         let mut bytes = Vec::new();
@@ -69,11 +70,7 @@ impl LocalHistory {
     }
 
     /// Replace the file atomically; an empty `text` deletes it.
-    pub fn rewrite_blocking(
-        &self,
-        thread: &ThreadRef,
-        text: &str,
-    ) -> Result<AppendOutcome, HistoryError> {
+    fn rewrite_blocking(&self, thread: &ThreadRef, text: &str) -> HistoryResult<AppendOutcome> {
         let path = self.path(thread);
         let _lock = open_locked(&path)?;
         if text.is_empty() {
@@ -98,7 +95,7 @@ impl LocalHistory {
         })
     }
 
-    pub fn threads_blocking(&self) -> Result<Vec<ThreadRef>, HistoryError> {
+    fn threads_blocking(&self) -> HistoryResult<Vec<ThreadRef>> {
         let base = self.root.join(&self.directory);
         let mut out = Vec::new();
         for kind in [
@@ -168,32 +165,5 @@ fn io(path: &Path, source: std::io::Error) -> HistoryError {
     HistoryError::Io {
         what: path.display().to_string(),
         source,
-    }
-}
-
-#[async_trait]
-impl HistoryBackend for LocalHistory {
-    async fn load(&self, thread: &ThreadRef) -> Result<LoadedHistory, HistoryError> {
-        let (me, thread) = (self.clone(), *thread);
-        blocking(move || me.load_blocking(&thread)).await
-    }
-
-    async fn append(
-        &self,
-        thread: &ThreadRef,
-        entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
-        let (me, thread, entries) = (self.clone(), *thread, entries.to_vec());
-        blocking(move || me.append_blocking(&thread, &entries)).await
-    }
-
-    async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
-        let me = self.clone();
-        blocking(move || me.threads_blocking()).await
-    }
-
-    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
-        let (me, thread, text) = (self.clone(), *thread, text.to_string());
-        blocking(move || me.rewrite_blocking(&thread, &text)).await
     }
 }

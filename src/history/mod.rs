@@ -1,6 +1,7 @@
 //! The thread's append-only JSONL history and the session state replayed from it.
 
 pub(crate) mod backend;
+pub(crate) mod branch_write;
 pub mod cas;
 pub(crate) mod effects;
 pub mod entry;
@@ -8,6 +9,7 @@ pub mod export;
 pub mod git_branch;
 pub mod jsonl;
 pub mod local;
+pub mod outcome;
 pub mod prune;
 pub mod rebase;
 pub mod spool;
@@ -15,7 +17,9 @@ pub(crate) mod state;
 pub mod stats;
 pub(crate) mod store;
 
-pub use backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
+pub use backend::{
+    AppendOutcome, BlockingBackend, HistoryBackend, HistoryError, HistoryResult, LoadedHistory,
+};
 pub use entry::{Entry, EntryBody, SCHEMA_VERSION};
 pub use git_branch::GitBranchHistory;
 pub use jsonl::{CorruptLine, ParsedHistory};

@@ -3,7 +3,7 @@
 
 use super::entry::{
     ApprovalDecision, DecisionRecord, DecisionResult, DraftSource, Entry, EntryBody, JudgeOutcome,
-    RefinementVerdict, RunRequest, RunStatus, UsageTotals,
+    Question, RefinementVerdict, RunRequest, RunStatus, UsageTotals,
 };
 use crate::plan::{
     ActionPlan, Completion, GoalUnderstanding, Phase, Plan, Reflection, ReplanTrigger, ReplanType,
@@ -95,10 +95,8 @@ pub struct PlanSnapshot {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Pending {
     Question {
-        questions: Vec<String>,
-        context: String,
-        assumptions: Vec<String>,
-        phase: Phase,
+        #[serde(flatten)]
+        asked: Question,
         asked_at: DateTime<Utc>,
     },
     Approval {
@@ -300,27 +298,19 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             }
             w.problems = problems.clone();
         }
-        EntryBody::Question {
-            questions,
-            context,
-            assumptions,
-            phase,
-        } => {
+        EntryBody::Question(asked) => {
             s.pending = Some(Pending::Question {
-                questions: questions.clone(),
-                context: context.clone(),
-                assumptions: assumptions.clone(),
-                phase: *phase,
+                asked: asked.clone(),
                 asked_at: e.ts,
             })
         }
         EntryBody::Answer { text, assumed, .. } => {
-            if let Some(Pending::Question {
-                questions,
-                assumptions,
-                ..
-            }) = s.pending.take()
-            {
+            if let Some(Pending::Question { asked, .. }) = s.pending.take() {
+                let Question {
+                    questions,
+                    assumptions,
+                    ..
+                } = asked;
                 // The answer (or the stated assumptions) is feedback for a fresh goal understanding.
                 let mut feedback = vec![format!("Questions asked: {}", questions.join(" | "))];
                 if *assumed {

@@ -163,6 +163,17 @@ pub struct ChatResponse {
     pub attempts: super::meter::Attempts,
 }
 
+impl ChatResponse {
+    /// The reply as the assistant turn of the conversation, its tool calls included, so that the
+    /// tool results that follow answer them.
+    pub fn as_message(&self) -> Message {
+        Message {
+            tool_calls: self.tool_calls.clone(),
+            ..Message::assistant(self.text.clone().unwrap_or_default())
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("LLM provider is not configured: {0}")]

@@ -5,8 +5,8 @@
 use super::checklist::{self, ChecklistContext};
 use super::markers::CHECKLIST_MARKER;
 use super::{Notice, Reporter, notice};
-use crate::forge::Forge;
-use crate::forge::marker::with_marker;
+use crate::forge::marker::{find_comment, with_marker};
+use crate::forge::{CommentRef, Forge};
 use crate::history::SessionState;
 use crate::history::effects::{EffectJournal, Intent};
 use crate::history::entry::EffectKind;
@@ -100,7 +100,7 @@ impl ForgeReporter {
         key: &str,
     ) -> Option<String> {
         if state.effect_keys.contains(key) || effects.recorded(key).is_some() {
-            match self.forge.find_comment(&self.thread, key).await {
+            match find_comment(self.forge.as_ref(), &self.thread, key).await {
                 Ok(Some(comment)) => return Some(comment.id),
                 Ok(None) => return None,
                 Err(e) => tracing::warn!("could not look for an earlier notice: {e}"),
@@ -170,7 +170,17 @@ impl ForgeReporter {
         let mut created = None;
         match &posted.comment_id {
             Some(id) => {
-                if let Err(e) = self.forge.update_comment(&self.thread, id, &body).await {
+                if let Err(e) = self
+                    .forge
+                    .update_comment(
+                        CommentRef {
+                            thread: &self.thread,
+                            id,
+                        },
+                        &body,
+                    )
+                    .await
+                {
                     tracing::warn!("could not update the checklist comment {id}: {e}");
                     posted.held = Some(body);
                     return None;

@@ -9,9 +9,29 @@ pub const CHECKLIST_MARKER: &str = "<!-- replan:checklist -->";
 
 /// Notices (decisions, questions, approvals, completion...).
 pub fn notice_marker(kind: &str) -> String {
-    format!("<!-- replan:notice:{kind} -->")
+    format!("{MARKER_PREFIX}notice:{kind} -->")
 }
 
 pub fn is_ours(body: &str) -> bool {
     body.trim_start().starts_with(MARKER_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gate skips a comment by this one prefix, so every marker Replan writes must carry it.
+    #[test]
+    fn every_marker_starts_with_the_prefix_the_gate_skips() {
+        let markers = [
+            CHECKLIST_MARKER.to_owned(),
+            notice_marker("refusal"),
+            crate::forge::marker::marker("0123abcd"),
+        ];
+        for marker in markers {
+            assert!(marker.starts_with(MARKER_PREFIX), "{marker}");
+            assert!(is_ours(&format!("{marker}\nbody")), "{marker}");
+        }
+        assert_eq!(notice_marker("refusal"), "<!-- replan:notice:refusal -->");
+    }
 }

@@ -10,7 +10,7 @@ use super::git::{CommitAuthor, Publisher, commit_working_tree, current_branch, f
 use super::output::cap_text;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
-use crate::forge::marker::{key_for, with_marker};
+use crate::forge::marker::{find_comment, key_for, with_marker};
 use crate::forge::{Forge, ForgeError, PullRequestRequest};
 use crate::history::effects::{EffectJournal, Intent};
 use crate::history::entry::EffectKind;
@@ -141,9 +141,7 @@ impl Tool for PostCommentTool {
         let key = key_for(&[&self.thread.to_string(), "post_comment", body]);
         let recorded = self.effects.as_ref().and_then(|e| e.recorded(&key));
         if recorded.is_some()
-            && let Some(comment) = self
-                .forge
-                .find_comment(&self.thread, &key)
+            && let Some(comment) = find_comment(self.forge.as_ref(), &self.thread, &key)
                 .await
                 .map_err(forge_error)?
         {

@@ -1,69 +1,13 @@
 //! Who may steer Replan (SPEC F2). Pure: the permission look-up happens at the forge and its
 //! result, including a failed look-up, is passed in. Anything uncertain refuses.
 
+use super::permission::Permission;
 use super::{Actor, Request, Trigger};
 use chrono::{DateTime, Utc};
 
 /// Every comment Replan writes starts its hidden marker with this, so Replan never acts on
 /// its own words (and a person cannot make it act on text copied from them).
 pub const MARKER_PREFIX: &str = "<!-- replan:";
-
-/// The actor's access to the repository, as the forge reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Permission {
-    /// GitHub collaborator permission (`role_name`, or `permission` on older servers).
-    GitHubAdmin,
-    GitHubMaintain,
-    GitHubWrite,
-    GitHubTriage,
-    GitHubRead,
-    None,
-    /// GitLab member access level (10 guest … 30 developer, 40 maintainer, 50 owner).
-    GitLabAccess(u32),
-    /// The look-up failed or answered something we do not know; the reason is for logs.
-    Unknown(String),
-}
-
-impl Permission {
-    /// Maps GitHub's `role_name` / `permission` strings. Unknown strings fail closed.
-    pub fn from_github(role: &str) -> Self {
-        match role.trim().to_ascii_lowercase().as_str() {
-            "admin" => Permission::GitHubAdmin,
-            "maintain" => Permission::GitHubMaintain,
-            "write" | "push" => Permission::GitHubWrite,
-            "triage" => Permission::GitHubTriage,
-            "read" | "pull" => Permission::GitHubRead,
-            "none" => Permission::None,
-            other => {
-                Permission::Unknown(format!("GitHub reported the unknown permission `{other}`"))
-            }
-        }
-    }
-
-    /// Order of the GitHub roles; `None` for GitLab levels and failed look-ups.
-    fn github_rank(&self) -> Option<u8> {
-        match self {
-            Permission::None => Some(0),
-            Permission::GitHubRead => Some(1),
-            Permission::GitHubTriage => Some(2),
-            Permission::GitHubWrite => Some(3),
-            Permission::GitHubMaintain => Some(4),
-            Permission::GitHubAdmin => Some(5),
-            Permission::GitLabAccess(_) | Permission::Unknown(_) => None,
-        }
-    }
-
-    fn github_name(&self) -> &'static str {
-        match self {
-            Permission::GitHubAdmin => "admin",
-            Permission::GitHubMaintain => "maintain",
-            Permission::GitHubWrite => "write",
-            Permission::GitHubTriage => "triage",
-            Permission::GitHubRead => "read",
-            _ => "no",
-        }
-    }
-}
 
 /// The configured allow-lists and thresholds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +28,7 @@ impl Default for GatePolicy {
         GatePolicy {
             allowed_users: Vec::new(),
             allowed_bots: Vec::new(),
-            github_min_permission: Permission::GitHubWrite,
+            github_min_permission: Permission::Write,
             gitlab_min_access_level: 30,
         }
     }
@@ -198,11 +142,11 @@ pub fn decide(input: &GateInput<'_>) -> GateDecision {
     let min_github = &input.policy.github_min_permission;
     match &input.permission {
         github @ (Permission::None
-        | Permission::GitHubRead
-        | Permission::GitHubTriage
-        | Permission::GitHubWrite
-        | Permission::GitHubMaintain
-        | Permission::GitHubAdmin) => {
+        | Permission::Read
+        | Permission::Triage
+        | Permission::Write
+        | Permission::Maintain
+        | Permission::Admin) => {
             let Some(needs) = min_github.github_rank() else {
                 return refuse(
                     format!(
@@ -327,12 +271,12 @@ mod tests {
             ..GatePolicy::default()
         };
         assert_eq!(
-            check(&alice, Permission::GitHubTriage, &triage, None),
+            check(&alice, Permission::Triage, &triage, None),
             GateDecision::Allow
         );
         assert!(is_refused_with_reply(&check(
             &alice,
-            Permission::GitHubRead,
+            Permission::Read,
             &triage,
             None
         )));
@@ -342,7 +286,7 @@ mod tests {
         };
         assert!(is_refused_with_reply(&check(
             &alice,
-            Permission::GitHubAdmin,
+            Permission::Admin,
             &broken,
             None
         )));
@@ -394,7 +338,7 @@ mod tests {
         );
         let d = check(
             &actor("renovate[bot]", true),
-            Permission::GitHubAdmin,
+            Permission::Admin,
             &policy,
             None,
         );
@@ -413,7 +357,7 @@ mod tests {
         };
         let d = check(
             &actor("alice", false),
-            Permission::GitHubAdmin,
+            Permission::Admin,
             &policy,
             Some(comment),
         );
@@ -430,7 +374,7 @@ mod tests {
         };
         assert!(is_silent_refusal(&check(
             &alice,
-            Permission::GitHubWrite,
+            Permission::Write,
             &policy,
             Some(edited)
         )));
@@ -439,7 +383,7 @@ mod tests {
             updated_at: Some(start() - chrono::Duration::seconds(5)),
         };
         assert_eq!(
-            check(&alice, Permission::GitHubWrite, &policy, Some(before)),
+            check(&alice, Permission::Write, &policy, Some(before)),
             GateDecision::Allow
         );
     }

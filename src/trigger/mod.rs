@@ -9,6 +9,7 @@ pub(crate) mod gate;
 pub mod github_event;
 pub mod gitlab_event;
 mod markdown;
+pub(crate) mod permission;
 mod prose;
 pub mod sanitize;
 pub(crate) mod thread;
@@ -16,9 +17,10 @@ mod timestamp;
 
 pub use command::{Command, ReplanScope, mentions, parse_commands};
 pub use error::TriggerError;
-pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, decide};
+pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, decide};
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
+pub use permission::Permission;
 pub use sanitize::sanitize_untrusted;
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use replan::forge::github::{GitHubClient, GitHubHistory};
-use replan::history::{Entry, EntryBody, GitBranchHistory, HistoryBackend, jsonl};
+use replan::history::{BlockingBackend, Entry, EntryBody, GitBranchHistory, HistoryBackend, jsonl};
 use replan::trigger::ThreadRef;
 
 use crate::support::client::install_crypto_provider;

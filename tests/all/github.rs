@@ -22,7 +22,9 @@ use chrono::{TimeZone, Utc};
 use replan::forge::github::{
     GitHubClient, GitHubForge, GitHubHistory, GitHubSettings, RetryPolicy,
 };
-use replan::forge::{Forge, ForgeError, Permission, PullRequestRequest, Reaction};
+use replan::forge::{
+    CommentRef, Forge, ForgeError, Permission, PullRequestRequest, Reaction, ReactionTarget,
+};
 use replan::history::{Entry, EntryBody, HistoryBackend, HistoryError, jsonl};
 use replan::trigger::ThreadRef;
 
@@ -542,7 +544,13 @@ async fn github_comment_update_uses_patch() {
 
     let posted = forge.post_comment(&thread, "v1").await.unwrap();
     forge
-        .update_comment(&thread, &posted.id, "v2")
+        .update_comment(
+            CommentRef {
+                thread: &thread,
+                id: &posted.id,
+            },
+            "v2",
+        )
         .await
         .unwrap();
 
@@ -608,9 +616,15 @@ async fn github_reactions_go_to_the_issue_or_the_comment() {
     let forge = forge(&fake);
     let thread = ThreadRef::issue(number);
 
-    forge.react(&thread, None, Reaction::Eyes).await.unwrap();
     forge
-        .react(&thread, Some(&comment.to_string()), Reaction::Eyes)
+        .react(ReactionTarget::on_thread(&thread), Reaction::Eyes)
+        .await
+        .unwrap();
+    forge
+        .react(
+            ReactionTarget::on_comment(&thread, &comment.to_string()),
+            Reaction::Eyes,
+        )
         .await
         .unwrap();
 

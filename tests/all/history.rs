@@ -2,15 +2,16 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use replan::history::entry::{
-    ActionOutcome, ApprovalDecision, DecisionRecord, DecisionResult, RunRequest, RunStatus,
-    UsageTotals,
+    ActionOutcome, ApprovalDecision, DecisionRecord, DecisionResult, Question, RunRequest,
+    RunStatus, UsageTotals,
 };
 use replan::history::export::{ExportFormat, export};
 use replan::history::jsonl::{self, to_line};
 use replan::history::prune::{PruneOptions, prune};
 use replan::history::stats::stats;
 use replan::history::{
-    Entry, EntryBody, GitBranchHistory, HistoryBackend, LocalHistory, SCHEMA_VERSION, replay,
+    BlockingBackend, Entry, EntryBody, GitBranchHistory, HistoryBackend, LocalHistory,
+    SCHEMA_VERSION, replay,
 };
 use replan::plan::{
     ActionPlan, Completion, CompletionSummary, GoalUnderstanding, Phase, Plan, Reflection,
@@ -153,7 +154,7 @@ fn varied_body(i: u64) -> EntryBody {
             tool: "read".into(),
             arguments_digest: "ab".repeat(32),
             outcome: if i % 3 == 1 {
-                ActionOutcome::Failed
+                ActionOutcome::FAILED
             } else {
                 ActionOutcome::Ok
             },
@@ -169,12 +170,12 @@ fn varied_body(i: u64) -> EntryBody {
             },
             plan_revision: None,
         },
-        6 => EntryBody::Question {
+        6 => EntryBody::Question(Question {
             questions: vec!["Which README?".into()],
             context: String::new(),
             assumptions: vec![],
             phase: Phase::GoalUnderstanding,
-        },
+        }),
         7 => EntryBody::Answer {
             author: "alice".into(),
             text: "The top-level one".into(),
@@ -637,12 +638,12 @@ fn crafted_history() -> Vec<Entry> {
         ),
         (
             "r1",
-            EntryBody::Question {
+            EntryBody::Question(Question {
                 questions: vec!["Which README should change?".into()],
                 context: "two READMEs".into(),
                 assumptions: vec!["the top-level one".into()],
                 phase: Phase::GoalUnderstanding,
-            },
+            }),
         ),
         (
             "r1",

@@ -294,7 +294,7 @@ fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_first_change_stay
             EntryBody::Action {
                 task_id,
                 tool,
-                outcome: ActionOutcome::Failed,
+                outcome: ActionOutcome::FAILED,
                 summary,
                 ..
             } if tool == "merge" => Some((task_id.clone(), summary.clone())),

@@ -10,7 +10,7 @@ use crate::app::workspace::resolve_workspace;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
 use crate::forge::local::LocalForge;
-use crate::forge::{Comment, Forge};
+use crate::forge::{Comment, CommentRef, Forge, ReactionTarget};
 use crate::history::{Entry, HistoryBackend, LocalHistory, jsonl};
 // Every byte publish sends passes the one redactor, with this job's secrets added.
 use crate::outbound::redact;
@@ -238,7 +238,10 @@ impl Publishing {
                 match self.owned_comment(thread, &id, MARKER_PREFIX).await {
                     Ok(()) => {
                         if let Err(e) = forge
-                            .update_comment(thread, &id, &redact(&self.resolve(body)))
+                            .update_comment(
+                                CommentRef { thread, id: &id },
+                                &redact(&self.resolve(body)),
+                            )
                             .await
                         {
                             self.failed(format!("editing comment {id} on {thread}: {e}"));
@@ -254,7 +257,16 @@ impl Publishing {
                 reaction,
             } => {
                 let id = comment_id.as_deref().map(|id| self.resolve(id));
-                if let Err(e) = forge.react(thread, id.as_deref(), *reaction).await {
+                if let Err(e) = forge
+                    .react(
+                        ReactionTarget {
+                            thread,
+                            comment_id: id.as_deref(),
+                        },
+                        *reaction,
+                    )
+                    .await
+                {
                     tracing::warn!("could not add the reaction on {thread}: {e}");
                 }
             }
@@ -330,7 +342,16 @@ impl Publishing {
         let body = redact(&body.unwrap_or_default());
         let forge = self.target.forge.clone();
         let id = match self.existing_checklist(&thread).await {
-            Some(id) => match forge.update_comment(&thread, &id, &body).await {
+            Some(id) => match forge
+                .update_comment(
+                    CommentRef {
+                        thread: &thread,
+                        id: &id,
+                    },
+                    &body,
+                )
+                .await
+            {
                 Ok(()) => id,
                 Err(e) => return self.failed(format!("updating the checklist on {thread}: {e}")),
             },

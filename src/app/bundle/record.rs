@@ -3,9 +3,12 @@
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
 use crate::forge::layer::{ForgeLayer, Layered};
-use crate::forge::{Comment, Forge, ForgeError, PullRequestRef, PullRequestRequest, Reaction};
+use crate::forge::{
+    Comment, CommentRef, Forge, ForgeError, ForgeResult, PullRequestRef, PullRequestRequest,
+    Reaction, ReactionTarget,
+};
 use crate::history::backend::{AppendOutcome, LoadedHistory};
-use crate::history::{Entry, HistoryBackend, HistoryError, jsonl};
+use crate::history::{Entry, HistoryBackend, HistoryError, HistoryResult, jsonl};
 use crate::report::markers::CHECKLIST_MARKER;
 use crate::tools::git::Publisher;
 use crate::tools::{ToolError, ToolErrorKind};
@@ -125,11 +128,7 @@ impl RecordingForge {
 
 #[async_trait]
 impl ForgeLayer for RecordingForge {
-    async fn comments(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-    ) -> Result<Vec<Comment>, ForgeError> {
+    async fn comments(&self, next: &dyn Forge, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
         let mut comments = next.comments(thread).await?;
         let posted = self
             .recorder
@@ -146,31 +145,9 @@ impl ForgeLayer for RecordingForge {
     }
 
     /// Like [`Forge::comment`]'s default, over the comments above (recorded ones included).
-    async fn comment(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-        id: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        Ok(self
-            .comments(next, thread)
-            .await?
-            .into_iter()
-            .find(|c| c.id == id))
-    }
-
-    /// Like [`Forge::find_comment`]'s default: a comment recorded earlier answers for its key.
-    async fn find_comment(
-        &self,
-        next: &dyn Forge,
-        thread: &ThreadRef,
-        key: &str,
-    ) -> Result<Option<Comment>, ForgeError> {
-        Ok(self
-            .comments(next, thread)
-            .await?
-            .into_iter()
-            .find(|c| crate::forge::marker::key_in(&c.body) == Some(key)))
+    async fn comment(&self, next: &dyn Forge, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
+        let comments = self.comments(next, at.thread).await?;
+        Ok(comments.into_iter().find(|c| c.id == at.id))
     }
 
     async fn post_comment(
@@ -178,7 +155,7 @@ impl ForgeLayer for RecordingForge {
         _next: &dyn Forge,
         thread: &ThreadRef,
         body: &str,
-    ) -> Result<Comment, ForgeError> {
+    ) -> ForgeResult<Comment> {
         let checklist = Self::is_checklist(body);
         let placeholder =
             self.recorder
@@ -217,10 +194,13 @@ impl ForgeLayer for RecordingForge {
     async fn update_comment(
         &self,
         _next: &dyn Forge,
-        thread: &ThreadRef,
-        comment_id: &str,
+        at: CommentRef<'_>,
         body: &str,
-    ) -> Result<(), ForgeError> {
+    ) -> ForgeResult<()> {
+        let CommentRef {
+            thread,
+            id: comment_id,
+        } = at;
         let write = if Self::is_checklist(body) {
             Write::Checklist {
                 thread: *thread,
@@ -250,14 +230,13 @@ impl ForgeLayer for RecordingForge {
     async fn react(
         &self,
         _next: &dyn Forge,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
+        target: ReactionTarget<'_>,
         reaction: Reaction,
-    ) -> Result<(), ForgeError> {
+    ) -> ForgeResult<()> {
         self.recorder
             .record(Write::Reaction {
-                thread: *thread,
-                comment_id: comment_id.map(str::to_owned),
+                thread: *target.thread,
+                comment_id: target.comment_id.map(str::to_owned),
                 reaction,
             })
             .map_err(forge_error)
@@ -267,7 +246,7 @@ impl ForgeLayer for RecordingForge {
         &self,
         _next: &dyn Forge,
         request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    ) -> ForgeResult<PullRequestRef> {
         let placeholder = self.recorder.next_placeholder("pull-request");
         self.recorder
             .record(Write::PullRequest {
@@ -286,7 +265,7 @@ impl ForgeLayer for RecordingForge {
         &self,
         next: &dyn Forge,
         key: &str,
-    ) -> Result<Option<PullRequestRef>, ForgeError> {
+    ) -> ForgeResult<Option<PullRequestRef>> {
         let recorded = {
             let manifest = self
                 .recorder
@@ -352,11 +331,7 @@ impl HistoryBackend for RecordingHistory {
         Ok(loaded)
     }
 
-    async fn append(
-        &self,
-        thread: &ThreadRef,
-        entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
+    async fn append(&self, thread: &ThreadRef, entries: &[Entry]) -> HistoryResult<AppendOutcome> {
         let first_seq = entries.first().map_or(0, |e| e.seq);
         self.recorder
             .record(Write::History {

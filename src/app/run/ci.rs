@@ -10,7 +10,7 @@ use crate::app::gating::{self, Verdict};
 use crate::app::history_sink::spool_dir;
 use crate::app::secrets::known_secrets;
 use crate::config::{self, Config};
-use crate::forge::{Forge, Reaction};
+use crate::forge::{Forge, Reaction, ReactionTarget};
 use crate::history::HistoryBackend;
 use crate::history::state::Pending;
 use crate::report::Reporter;
@@ -139,7 +139,13 @@ pub(super) async fn ci_run(
         .as_ref()
         .filter(|_| !is_review_comment(&trigger))
         .map(|c| c.id.as_str());
-    let react = forge.react(&thread, react_to, Reaction::Eyes);
+    let react = forge.react(
+        ReactionTarget {
+            thread: &thread,
+            comment_id: react_to,
+        },
+        Reaction::Eyes,
+    );
     if let Err(e) = react.await {
         tracing::warn!("could not add the 👀 reaction: {e}");
     }

@@ -30,7 +30,7 @@ pub fn conflict_entries(
         task_id: id.to_owned(),
         tool: "merge".into(),
         arguments_digest: String::new(),
-        outcome: ActionOutcome::Failed,
+        outcome: ActionOutcome::FAILED,
         summary: reason.chars().take(200).collect(),
         duration_ms: 0,
     });

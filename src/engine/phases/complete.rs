@@ -10,18 +10,9 @@ use crate::report::Notice;
 pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
     let state = &batch.state;
     let plan = state.plan.clone().unwrap_or_default();
-    let tasks: Vec<String> = plan
-        .task_decomposition
-        .subtasks
+    let tasks: Vec<String> = context::task_states(&plan, state)
         .iter()
-        .map(|t| {
-            format!(
-                "- [{}] {}: {}",
-                context::state_label(state.task_state(&t.id)),
-                t.id,
-                t.description
-            )
-        })
+        .map(|t| format!("- {t}"))
         .collect();
     let prompt = cx.render(
         "completion",

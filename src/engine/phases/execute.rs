@@ -11,7 +11,7 @@ use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_forma
 use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
-use crate::llm::{ChatRequest, Message, Role};
+use crate::llm::{ChatRequest, Message};
 use crate::plan::{ReplanDecision, ReplanTrigger};
 use crate::tools::{ToolError, ToolErrorKind};
 use sha2::{Digest, Sha256};
@@ -110,12 +110,7 @@ async fn tool_loop(
                 turn.verdict,
             ));
         }
-        request.messages.push(Message {
-            role: Role::Assistant,
-            content: response.text.clone().unwrap_or_default(),
-            tool_calls: response.tool_calls.clone(),
-            tool_call_id: None,
-        });
+        request.messages.push(response.as_message());
         for call in &response.tool_calls {
             let t0 = (cx.deps.clock)();
             let result = cx.deps.tools.call(&call.name, call.arguments.clone()).await;
@@ -123,7 +118,7 @@ async fn tool_loop(
             let (outcome, content, error) = match &result {
                 Ok(out) => (ActionOutcome::Ok, out.content.clone(), None),
                 Err(e) => (
-                    outcome_of(e.kind),
+                    ActionOutcome::Err(e.kind),
                     format!("ERROR ({:?}): {}", e.kind, e.message),
                     Some(e.clone()),
                 ),
@@ -458,17 +453,6 @@ fn executed_action(plan: &crate::plan::Plan, tool: &str, task_id: &str) -> Strin
         .map(|a| a.purpose.as_str())
         .collect();
     format!("{tool} (subtask {task_id}: {})", purposes.join("; "))
-}
-
-fn outcome_of(kind: ToolErrorKind) -> ActionOutcome {
-    match kind {
-        ToolErrorKind::NotFound => ActionOutcome::NotFound,
-        ToolErrorKind::Denied => ActionOutcome::Denied,
-        ToolErrorKind::Timeout => ActionOutcome::Timeout,
-        ToolErrorKind::InvalidArguments => ActionOutcome::InvalidArguments,
-        ToolErrorKind::Failed => ActionOutcome::Failed,
-        ToolErrorKind::Unavailable => ActionOutcome::Unavailable,
-    }
 }
 
 /// SHA-256 of the arguments as canonical JSON (object keys sorted), so equal calls match.

@@ -170,7 +170,7 @@ pub fn merge_failed(batch: &mut Batch, task_id: &str, message: &str, fx: &mut St
         task_id: task_id.to_string(),
         tool: "merge".into(),
         arguments_digest: String::new(),
-        outcome: crate::history::entry::ActionOutcome::Failed,
+        outcome: crate::history::entry::ActionOutcome::FAILED,
         summary: message.chars().take(200).collect(),
         duration_ms: 0,
     });

@@ -6,7 +6,7 @@ use crate::engine::batch::Batch;
 use crate::engine::context;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
-use crate::llm::{Message, Role};
+use crate::llm::Message;
 use crate::plan::{Completion, CompletionSummary};
 use crate::report::Notice;
 
@@ -33,12 +33,7 @@ pub async fn run(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleErr
             summary = response.text.unwrap_or_default();
             break;
         }
-        request.messages.push(Message {
-            role: Role::Assistant,
-            content: response.text.clone().unwrap_or_default(),
-            tool_calls: response.tool_calls.clone(),
-            tool_call_id: None,
-        });
+        request.messages.push(response.as_message());
         for call in &response.tool_calls {
             let t0 = (cx.deps.clock)();
             let result = cx.deps.tools.call(&call.name, call.arguments.clone()).await;
@@ -47,7 +42,7 @@ pub async fn run(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleErr
                 Err(e) => {
                     failed += 1;
                     (
-                        ActionOutcome::Failed,
+                        ActionOutcome::FAILED,
                         format!("ERROR ({:?}): {}", e.kind, e.message),
                     )
                 }

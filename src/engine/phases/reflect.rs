@@ -167,19 +167,7 @@ pub async fn reflect(
 pub async fn final_review(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
     let state = &batch.state;
     let plan = state.plan.clone().unwrap_or_default();
-    let tasks: Vec<String> = plan
-        .task_decomposition
-        .subtasks
-        .iter()
-        .map(|t| {
-            format!(
-                "[{}] {}: {}",
-                context::state_label(state.task_state(&t.id)),
-                t.id,
-                t.description
-            )
-        })
-        .collect();
+    let tasks = context::task_states(&plan, state);
     let done: Vec<String> = plan
         .subtask_ids()
         .filter(|id| state.task_state(id) == TaskState::Done)

@@ -260,46 +260,56 @@ mod tests {
     #[test]
     fn buckets_follow_the_deciding_phase() {
         use LimitBucket as B;
-        assert_eq!(
-            bucket_for(Phase::GoalUnderstanding, ReplanType::ClarificationRequest),
-            B::ClarificationRequests
-        );
-        assert_eq!(
-            bucket_for(Phase::GoalUnderstanding, ReplanType::GoalRevision),
-            B::ClarificationRequests
-        );
-        assert_eq!(
-            bucket_for(Phase::Execution, ReplanType::ClarificationRequest),
-            B::ClarificationRequests
-        );
-        assert_eq!(
-            bucket_for(Phase::TaskDecomposition, ReplanType::TaskRedecomposition),
-            B::Redecompositions
-        );
-        assert_eq!(
-            bucket_for(Phase::ActionSequence, ReplanType::ActionRegeneration),
-            B::Regenerations
-        );
-        assert_eq!(
-            bucket_for(Phase::Execution, ReplanType::Retry),
-            B::ActionRetries
-        );
-        assert_eq!(
-            bucket_for(Phase::Execution, ReplanType::PartialReplan),
-            B::PartialReplans
-        );
-        assert_eq!(
-            bucket_for(Phase::Execution, ReplanType::FullReplan),
-            B::PartialReplans
-        );
-        assert_eq!(
-            bucket_for(Phase::Execution, ReplanType::TaskRedecomposition),
-            B::PartialReplans
-        );
-        assert_eq!(
-            bucket_for(Phase::Reflection, ReplanType::PlanRevision),
-            B::PlanRevisions
-        );
+        for (phase, replan_type, bucket) in [
+            (
+                Phase::GoalUnderstanding,
+                ReplanType::ClarificationRequest,
+                B::ClarificationRequests,
+            ),
+            (
+                Phase::GoalUnderstanding,
+                ReplanType::GoalRevision,
+                B::ClarificationRequests,
+            ),
+            (
+                Phase::Execution,
+                ReplanType::ClarificationRequest,
+                B::ClarificationRequests,
+            ),
+            (
+                Phase::TaskDecomposition,
+                ReplanType::TaskRedecomposition,
+                B::Redecompositions,
+            ),
+            (
+                Phase::ActionSequence,
+                ReplanType::ActionRegeneration,
+                B::Regenerations,
+            ),
+            (Phase::Execution, ReplanType::Retry, B::ActionRetries),
+            (
+                Phase::Execution,
+                ReplanType::PartialReplan,
+                B::PartialReplans,
+            ),
+            (Phase::Execution, ReplanType::FullReplan, B::PartialReplans),
+            (
+                Phase::Execution,
+                ReplanType::TaskRedecomposition,
+                B::PartialReplans,
+            ),
+            (
+                Phase::Reflection,
+                ReplanType::PlanRevision,
+                B::PlanRevisions,
+            ),
+        ] {
+            assert_eq!(
+                bucket_for(phase, replan_type),
+                bucket,
+                "{phase:?} {replan_type:?}"
+            );
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use super::client::{GitHubClient, Op};
 use super::pulls;
 use crate::forge::{
-    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
-    marker,
+    Comment, CommentRef, Forge, ForgeError, ForgeResult, Permission, PullRequestRef,
+    PullRequestRequest, Reaction, ReactionTarget, Thread, marker,
 };
 use crate::trigger::{ForgeKind, ThreadRef};
 use async_trait::async_trait;
@@ -98,14 +98,7 @@ fn permission_from(body: &Value) -> Permission {
         .and_then(Value::as_str)
         .or_else(|| body.get("permission").and_then(Value::as_str))
         .unwrap_or("none");
-    match role.to_ascii_lowercase().as_str() {
-        "admin" => Permission::Admin,
-        "maintain" => Permission::Maintain,
-        "write" | "push" => Permission::Write,
-        "triage" => Permission::Triage,
-        "read" | "pull" => Permission::Read,
-        _ => Permission::None,
-    }
+    Permission::github_role(role).unwrap_or(Permission::None)
 }
 
 impl GitHubForge {
@@ -149,7 +142,7 @@ impl Forge for GitHubForge {
         self.run_url.clone()
     }
 
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+    async fn thread(&self, thread: &ThreadRef) -> ForgeResult<Thread> {
         let what = format!("reading {thread}");
         let op = Op {
             what: &what,
@@ -170,8 +163,8 @@ impl Forge for GitHubForge {
         })
     }
 
-    async fn comment(&self, _thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
-        match self.issue_comment(id).await {
+    async fn comment(&self, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
+        match self.issue_comment(at.id).await {
             Ok(comment) => Ok(Some(comment)),
             Err(ForgeError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -210,7 +203,7 @@ impl Forge for GitHubForge {
         }
     }
 
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
+    async fn comments(&self, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
         let what = format!("listing the comments of {thread}");
         let op = Op {
             what: &what,
@@ -219,7 +212,7 @@ impl Forge for GitHubForge {
         self.all_comments(thread, op).await
     }
 
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> ForgeResult<Comment> {
         let what = format!("posting a comment on {thread}");
         let op = Op {
             what: &what,
@@ -255,12 +248,11 @@ impl Forge for GitHubForge {
     }
 
     /// A raw PATCH: octocrab's `update_comment` sends POST, where GitHub documents PATCH.
-    async fn update_comment(
-        &self,
-        thread: &ThreadRef,
-        comment_id: &str,
-        body: &str,
-    ) -> Result<(), ForgeError> {
+    async fn update_comment(&self, at: CommentRef<'_>, body: &str) -> ForgeResult<()> {
+        let CommentRef {
+            thread,
+            id: comment_id,
+        } = at;
         let id = self::comment_id(comment_id)?;
         let path = self.client.repo_path(&format!("/issues/comments/{id}"));
         let what = format!("editing comment {comment_id} on {thread}");
@@ -277,7 +269,7 @@ impl Forge for GitHubForge {
         Ok(())
     }
 
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
+    async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         let path = self
             .client
             .repo_path(&format!("/collaborators/{user}/permission"));
@@ -295,12 +287,8 @@ impl Forge for GitHubForge {
         }
     }
 
-    async fn react(
-        &self,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
-        reaction: Reaction,
-    ) -> Result<(), ForgeError> {
+    async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
+        let ReactionTarget { thread, comment_id } = target;
         let content = reaction_content(reaction);
         let issues = self.issues();
         match comment_id {
@@ -326,14 +314,11 @@ impl Forge for GitHubForge {
         Ok(())
     }
 
-    async fn open_pull_request(
-        &self,
-        request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef> {
         pulls::open(&self.client, request).await
     }
 
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+    async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         pulls::find_by_key(&self.client, key).await
     }
 }

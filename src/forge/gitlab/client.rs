@@ -118,14 +118,17 @@ impl GitLabClient {
     }
 
     pub async fn get(&self, path: &str, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::GET, path, None, Replay::Safe, what).await
+        let sent = self.api.send(Method::GET, path, None, Replay::Safe, what);
+        answer(sent.await, what)
     }
 
     /// A POST that is never sent twice without a check: after a 5xx or a time-out it fails as
     /// [`ForgeError::Uncertain`] (the commits API's callers look at the branch themselves).
     pub async fn post(&self, path: &str, body: &Value, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::POST, path, Some(body), Replay::Never, what)
-            .await
+        let sent = self
+            .api
+            .send(Method::POST, path, Some(body), Replay::Never, what);
+        answer(sent.await, what)
     }
 
     /// A POST whose repetition is harmless (an award GitLab refuses twice).
@@ -135,14 +138,18 @@ impl GitLabClient {
         body: &Value,
         what: &str,
     ) -> Result<Response, ForgeError> {
-        self.send(Method::POST, path, Some(body), Replay::Safe, what)
-            .await
+        let sent = self
+            .api
+            .send(Method::POST, path, Some(body), Replay::Safe, what);
+        answer(sent.await, what)
     }
 
     /// A PUT sets a whole resource, so sending it again is harmless.
     pub async fn put(&self, path: &str, body: &Value, what: &str) -> Result<Response, ForgeError> {
-        self.send(Method::PUT, path, Some(body), Replay::Safe, what)
-            .await
+        let sent = self
+            .api
+            .send(Method::PUT, path, Some(body), Replay::Safe, what);
+        answer(sent.await, what)
     }
 
     /// A POST that creates something (a note, a merge request): after a 5xx or a time-out it is
@@ -154,11 +161,10 @@ impl GitLabClient {
         what: &str,
         lookup: Lookup<'_>,
     ) -> Result<Response, ForgeError> {
-        self.api
-            .write_checked(Method::POST, path, body, what, lookup)
-            .await
-            .map(Response::from)
-            .map_err(|e| forge_error(e, what))
+        let sent = self
+            .api
+            .write_checked(Method::POST, path, body, what, lookup);
+        answer(sent.await, what)
     }
 
     /// Every item of a paginated list, following `x-next-page` (`per_page=100`).
@@ -189,21 +195,14 @@ impl GitLabClient {
             }
         }
     }
+}
 
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-        replay: Replay,
-        what: &str,
-    ) -> Result<Response, ForgeError> {
-        self.api
-            .send(method, path, body, replay, what)
-            .await
-            .map(Response::from)
-            .map_err(|e| forge_error(e, what))
-    }
+/// The API layer's answer as GitLab's: its errors become forge errors naming `what`.
+fn answer(
+    sent: Result<crate::http::Response, ApiError>,
+    what: &str,
+) -> Result<Response, ForgeError> {
+    sent.map(Response::from).map_err(|e| forge_error(e, what))
 }
 
 /// An API-layer error as GitLab's forge error.

@@ -4,10 +4,10 @@
 use super::client::GitLabClient;
 use crate::forge::marker;
 use crate::forge::{
-    Comment, Forge, ForgeError, Permission, PullRequestRef, PullRequestRequest, Reaction, Thread,
+    Comment, CommentRef, Forge, ForgeError, ForgeResult, Permission, PullRequestRef,
+    PullRequestRequest, Reaction, ReactionTarget, Thread,
 };
 use crate::http::Lookup;
-use crate::trigger::gate::Permission as GatePermission;
 use crate::trigger::gitlab_event::is_gitlab_bot;
 use crate::trigger::{ForgeKind, ThreadKind, ThreadRef};
 use async_trait::async_trait;
@@ -127,18 +127,6 @@ impl GitLabForge {
     }
 }
 
-/// GitLab levels onto the forge-neutral roles (Planner 15 counts as read, Minimal 5 as none).
-pub fn permission_for_level(level: u32) -> Permission {
-    match level {
-        50.. => Permission::Admin,
-        40..=49 => Permission::Maintain,
-        30..=39 => Permission::Write,
-        20..=29 => Permission::Triage,
-        10..=19 => Permission::Read,
-        _ => Permission::None,
-    }
-}
-
 fn emoji_name(reaction: Reaction) -> &'static str {
     match reaction {
         Reaction::Eyes => "eyes",
@@ -191,7 +179,7 @@ impl Forge for GitLabForge {
         self.run_url.clone()
     }
 
-    async fn thread(&self, thread: &ThreadRef) -> Result<Thread, ForgeError> {
+    async fn thread(&self, thread: &ThreadRef) -> ForgeResult<Thread> {
         let path = self.thread_path(thread)?;
         let item = self
             .client
@@ -217,7 +205,7 @@ impl Forge for GitLabForge {
 
     /// People's notes, oldest first. GitLab lists newest first unless told otherwise; system
     /// notes ("added label …") are not comments and are left out.
-    async fn comments(&self, thread: &ThreadRef) -> Result<Vec<Comment>, ForgeError> {
+    async fn comments(&self, thread: &ThreadRef) -> ForgeResult<Vec<Comment>> {
         let path = format!(
             "{}/notes?sort=asc&order_by=created_at",
             self.thread_path(thread)?
@@ -233,7 +221,8 @@ impl Forge for GitLabForge {
             .collect())
     }
 
-    async fn comment(&self, thread: &ThreadRef, id: &str) -> Result<Option<Comment>, ForgeError> {
+    async fn comment(&self, at: CommentRef<'_>) -> ForgeResult<Option<Comment>> {
+        let CommentRef { thread, id } = at;
         let path = format!("{}/notes/{id}", self.thread_path(thread)?);
         match self.client.get(&path, &format!("reading note {id}")).await {
             Ok(note) => Ok(Some(note_to_comment(&note.json))),
@@ -257,7 +246,7 @@ impl Forge for GitLabForge {
         }
     }
 
-    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> Result<Comment, ForgeError> {
+    async fn post_comment(&self, thread: &ThreadRef, body: &str) -> ForgeResult<Comment> {
         let path = format!("{}/notes", self.thread_path(thread)?);
         let what = format!("posting a note on {thread}");
         let key = marker::key_in(body).map(str::to_owned);
@@ -286,12 +275,11 @@ impl Forge for GitLabForge {
     }
 
     /// GitLab edits notes with `PUT` (a `POST` or `PATCH` there is a 405).
-    async fn update_comment(
-        &self,
-        thread: &ThreadRef,
-        comment_id: &str,
-        body: &str,
-    ) -> Result<(), ForgeError> {
+    async fn update_comment(&self, at: CommentRef<'_>, body: &str) -> ForgeResult<()> {
+        let CommentRef {
+            thread,
+            id: comment_id,
+        } = at;
         let path = format!("{}/notes/{comment_id}", self.thread_path(thread)?);
         self.client
             .put(
@@ -303,23 +291,14 @@ impl Forge for GitLabForge {
         Ok(())
     }
 
-    async fn permission(&self, user: &str) -> Result<Permission, ForgeError> {
-        Ok(permission_for_level(self.access_level(user).await?))
+    /// The member's exact access level, which the gate compares with
+    /// `gitlab.min_access_level`.
+    async fn permission(&self, user: &str) -> ForgeResult<Permission> {
+        Ok(Permission::GitLabAccess(self.access_level(user).await?))
     }
 
-    async fn gate_permission(&self, user: &str) -> GatePermission {
-        match self.access_level(user).await {
-            Ok(level) => GatePermission::GitLabAccess(level),
-            Err(e) => GatePermission::Unknown(e.to_string()),
-        }
-    }
-
-    async fn react(
-        &self,
-        thread: &ThreadRef,
-        comment_id: Option<&str>,
-        reaction: Reaction,
-    ) -> Result<(), ForgeError> {
+    async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
+        let ReactionTarget { thread, comment_id } = target;
         let target = match comment_id {
             Some(id) => format!("{}/notes/{id}/award_emoji", self.thread_path(thread)?),
             None => format!("{}/award_emoji", self.thread_path(thread)?),
@@ -343,10 +322,7 @@ impl Forge for GitLabForge {
 
     /// Opens a merge request that deletes its source branch when merged. The body carries the
     /// closing pattern (`Closes #n`), which GitLab honours like GitHub does.
-    async fn open_pull_request(
-        &self,
-        request: &PullRequestRequest,
-    ) -> Result<PullRequestRef, ForgeError> {
+    async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef> {
         let body = json!({
             "source_branch": request.head,
             "target_branch": request.base,
@@ -391,7 +367,7 @@ impl Forge for GitLabForge {
         }
     }
 
-    async fn find_pull_request(&self, key: &str) -> Result<Option<PullRequestRef>, ForgeError> {
+    async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         let list = self
             .client
             .get_all(
@@ -409,18 +385,6 @@ impl Forge for GitLabForge {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn levels_map_onto_roles() {
-        assert_eq!(permission_for_level(0), Permission::None);
-        assert_eq!(permission_for_level(5), Permission::None);
-        assert_eq!(permission_for_level(10), Permission::Read);
-        assert_eq!(permission_for_level(15), Permission::Read);
-        assert_eq!(permission_for_level(20), Permission::Triage);
-        assert_eq!(permission_for_level(30), Permission::Write);
-        assert_eq!(permission_for_level(40), Permission::Maintain);
-        assert_eq!(permission_for_level(50), Permission::Admin);
-    }
 
     #[test]
     fn notes_become_comments_and_bots_are_recognised() {

@@ -16,9 +16,11 @@
 
 use super::client::{GitLabClient, encode_segment};
 use crate::forge::ForgeError;
-use crate::history::backend::{AppendOutcome, HistoryBackend, HistoryError, LoadedHistory};
-use crate::history::cas::{self, BranchFile, Change, Retry, Snapshot, Written};
-use crate::history::rebase::PendingAppend;
+use crate::history::backend::{
+    AppendOutcome, HistoryBackend, HistoryError, HistoryResult, LoadedHistory,
+};
+use crate::history::branch_write;
+use crate::history::cas::{BranchFile, Retry, Snapshot, Written};
 use crate::history::{Entry, jsonl};
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
@@ -293,23 +295,9 @@ impl HistoryBackend for GitLabHistory {
         })
     }
 
-    async fn append(
-        &self,
-        thread: &ThreadRef,
-        entries: &[Entry],
-    ) -> Result<AppendOutcome, HistoryError> {
+    async fn append(&self, thread: &ThreadRef, entries: &[Entry]) -> HistoryResult<AppendOutcome> {
         let path = thread.history_path(&self.directory);
-        let message = format!(
-            "replan: {} {} to {path}",
-            entries.len(),
-            if entries.len() == 1 {
-                "entry"
-            } else {
-                "entries"
-            }
-        );
-        let mut pending = PendingAppend::new(&path, entries);
-        cas::commit(self, &path, &message, self.retry, |old| pending.onto(old)).await
+        branch_write::append(self, &path, entries, self.retry).await
     }
 
     async fn threads(&self) -> Result<Vec<ThreadRef>, HistoryError> {
@@ -334,12 +322,8 @@ impl HistoryBackend for GitLabHistory {
         Ok(threads)
     }
 
-    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> Result<AppendOutcome, HistoryError> {
+    async fn rewrite(&self, thread: &ThreadRef, text: &str) -> HistoryResult<AppendOutcome> {
         let path = thread.history_path(&self.directory);
-        let message = format!("replan: rewrite {path}");
-        cas::commit(self, &path, &message, self.retry, |_| {
-            Ok(Change::replacing(text))
-        })
-        .await
+        branch_write::rewrite(self, &path, text, self.retry).await
     }
 }

@@ -155,8 +155,15 @@ steps:
             _ => None,
         })
         .collect();
-    use replan::history::entry::ActionOutcome::*;
-    assert_eq!(outcomes[..2], [Timeout, Ok]);
+    use replan::history::entry::ActionOutcome;
+    use replan::tools::ToolErrorKind;
+    assert_eq!(
+        outcomes[..2],
+        [
+            ActionOutcome::Err(ToolErrorKind::Timeout),
+            ActionOutcome::Ok
+        ]
+    );
     let retry = decisions(&thread).into_iter().find(|d| d.executed).unwrap();
     assert_eq!(
         (retry.restart_phase, retry.trigger),

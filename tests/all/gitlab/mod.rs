@@ -16,7 +16,7 @@ use replan::config::Config;
 use replan::forge::gitlab::{
     GitLabClient, GitLabForge, GitLabHistory, RetryPolicy, api_url, connect, resolve_note,
 };
-use replan::forge::{Forge, ForgeError, PullRequestRequest, Reaction};
+use replan::forge::{CommentRef, Forge, ForgeError, PullRequestRequest, Reaction, ReactionTarget};
 use replan::history::entry::UsageTotals;
 use replan::history::{Entry, EntryBody, HistoryBackend, SCHEMA_VERSION};
 use replan::trigger::{
@@ -149,7 +149,13 @@ async fn gitlab_checklist_note_is_created_found_by_marker_and_updated_with_put()
     assert_eq!(found.id, created.id);
     assert!(found.author_is_bot, "the project token's bot user is a bot");
     forge
-        .update_comment(&thread, &found.id, "<!-- replan:checklist -->\n- [x] one")
+        .update_comment(
+            CommentRef {
+                thread: &thread,
+                id: &found.id,
+            },
+            "<!-- replan:checklist -->\n- [x] one",
+        )
         .await
         .unwrap();
 
@@ -206,7 +212,13 @@ async fn gitlab_notes_on_merge_requests_work_the_same() {
     let forge = forge(&fake);
     let note = forge.post_comment(&thread, "checklist").await.unwrap();
     forge
-        .update_comment(&thread, &note.id, "checklist v2")
+        .update_comment(
+            CommentRef {
+                thread: &thread,
+                id: &note.id,
+            },
+            "checklist v2",
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -283,14 +295,17 @@ async fn gitlab_eyes_award_on_the_trigger_note_is_idempotent() {
     let thread = ThreadRef::issue(iid);
     let id = note.to_string();
     forge
-        .react(&thread, Some(&id), Reaction::Eyes)
+        .react(ReactionTarget::on_comment(&thread, &id), Reaction::Eyes)
         .await
         .unwrap();
     forge
-        .react(&thread, Some(&id), Reaction::Eyes)
+        .react(ReactionTarget::on_comment(&thread, &id), Reaction::Eyes)
         .await
         .unwrap();
-    forge.react(&thread, None, Reaction::Rocket).await.unwrap();
+    forge
+        .react(ReactionTarget::on_thread(&thread), Reaction::Rocket)
+        .await
+        .unwrap();
     let awards = fake.award_emoji();
     assert_eq!(awards.len(), 2);
     assert_eq!(awards[0].name, "eyes");
