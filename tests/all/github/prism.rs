@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use replan::forge::github::{GitHubClient, GitHubForge, GitHubHistory};
-use replan::forge::{Forge, PullRequestRequest, Reaction};
+use replan::forge::{CommentRef, Forge, PullRequestRequest, Reaction, ReactionTarget};
 use replan::history::{Entry, EntryBody, HistoryBackend, jsonl};
 use replan::trigger::ThreadRef;
 
@@ -209,15 +209,22 @@ async fn client_calls(fake: &FakeGitHub, api_url: &str) {
     let thread = ThreadRef::issue(number);
     forge.thread(&thread).await.unwrap();
     let posted = forge.post_comment(&thread, "v1").await.unwrap();
+    let at = CommentRef {
+        thread: &thread,
+        id: &posted.id,
+    };
+    forge.update_comment(at, "v2").await.unwrap();
+    forge.comment(at).await.unwrap().unwrap();
+    forge.comments(&thread).await.unwrap();
     forge
-        .update_comment(&thread, &posted.id, "v2")
+        .react(ReactionTarget::on_thread(&thread), Reaction::Eyes)
         .await
         .unwrap();
-    forge.comment(&thread, &posted.id).await.unwrap().unwrap();
-    forge.comments(&thread).await.unwrap();
-    forge.react(&thread, None, Reaction::Eyes).await.unwrap();
     forge
-        .react(&thread, Some(&posted.id), Reaction::ThumbsUp)
+        .react(
+            ReactionTarget::on_comment(&thread, &posted.id),
+            Reaction::ThumbsUp,
+        )
         .await
         .unwrap();
     forge.permission("alice").await.unwrap();
