@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::meter::record_attempt;
 use super::types::LlmError;
 pub use crate::http::RetryPolicy;
+use crate::http::{describe, read_capped};
 use crate::outbound::redact;
 
 /// How long error bodies may be inside an error message.
@@ -171,35 +172,18 @@ impl HttpClient {
 
     /// The body as text, read chunk by chunk and refused once it passes the cap, so a runaway
     /// reply never sits whole in memory.
-    async fn read_capped(&self, mut response: reqwest::Response) -> Result<String, Attempt> {
+    async fn read_capped(&self, response: reqwest::Response) -> Result<String, Attempt> {
         let cap = self.max_reply_bytes;
-        let too_large = || {
-            Attempt::Fail(LlmError::BadReply(format!(
+        match read_capped(response, usize::try_from(cap).unwrap_or(usize::MAX)).await {
+            Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Ok(Err(e)) => Err(Self::unless_timed_out(
+                self.transport_error(&e, "reading the reply"),
+            )),
+            Err(_) => Err(Attempt::Fail(LlmError::BadReply(format!(
                 "the reply is too large: more than {cap} bytes (llm.max_reply_bytes); \
                  lower the output limit (llm.max_output_tokens) or raise llm.max_reply_bytes"
-            )))
-        };
-        if response.content_length().is_some_and(|length| length > cap) {
-            return Err(too_large());
+            )))),
         }
-        let mut bytes = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if (bytes.len() + chunk.len()) as u64 > cap {
-                        return Err(too_large());
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(Self::unless_timed_out(
-                        self.transport_error(&e, "reading the reply"),
-                    ));
-                }
-            }
-        }
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// A transport error is retried as is, except a time-out: the same body would most likely
@@ -218,13 +202,7 @@ impl HttpClient {
                 seconds: self.retry.timeout.as_secs().max(1),
             };
         }
-        let mut message = format!("{doing} failed: {error}");
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
+        let message = format!("{doing} failed: {}", describe(error));
         LlmError::Connection(redact(&message))
     }
 
