@@ -499,7 +499,7 @@ impl Api {
 }
 
 /// A transport error with its causes, without the URL (the message already names the call).
-fn describe(error: &reqwest::Error) -> String {
+pub(crate) fn describe(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(inner) = source {

@@ -8,7 +8,9 @@ mod origin;
 mod retry;
 mod tls;
 
+pub(crate) use api::describe;
 pub use api::{Api, ApiError, ApiSettings, Auth, Lookup, LookupResult, Replay, Response, kind_of};
+pub(crate) use body::read_capped;
 pub use origin::{Origin, next_link};
 pub use retry::{RetryPolicy, retry_after};
 pub use tls::{USER_AGENT, builder, client, tls_config};

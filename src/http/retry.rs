@@ -1,6 +1,7 @@
-//! How persistent an [`super::Api`] is: attempts, jittered exponential back-off, and how long it
-//! waits for a rate limit (GitHub's `x-ratelimit-*` and secondary limits, GitLab's `RateLimit-*`,
-//! and `Retry-After` from anyone).
+//! How persistent an HTTP client is ([`super::Api`] for the forges, `llm::http::HttpClient` for
+//! the model): attempts, jittered exponential back-off, and how long it waits for a rate limit
+//! (GitHub's `x-ratelimit-*` and secondary limits, GitLab's `RateLimit-*`, and `Retry-After` from
+//! anyone).
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -12,7 +13,8 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Back-off before the first retry of a 5xx or connection error; doubles each retry.
     pub base_delay: Duration,
-    /// The longest we wait for a rate limit to reset; beyond it the call fails as rate-limited.
+    /// The longest single wait: back-off never grows past it; a forge call whose rate limit
+    /// resets later fails as rate-limited, an LLM call waits this long and tries again.
     pub max_rate_limit_wait: Duration,
     /// Per-request time-out.
     pub timeout: Duration,
@@ -30,10 +32,19 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// The default policy with `retries` retries after the first attempt (`llm.max_retries`).
+    pub fn new(retries: u32) -> Self {
+        RetryPolicy {
+            max_attempts: retries.saturating_add(1),
+            ..RetryPolicy::default()
+        }
+    }
+
     pub fn backoff(&self, retry: u32) -> Duration {
         let ceiling = self
             .base_delay
-            .saturating_mul(2u32.saturating_pow(retry.min(16)));
+            .saturating_mul(2u32.saturating_pow(retry.min(16)))
+            .min(self.max_rate_limit_wait);
         let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
         // Half fixed, half jitter: never zero, and concurrent runs spread out.
         Duration::from_millis(millis / 2 + fastrand::u64(0..=millis / 2))
@@ -91,10 +102,11 @@ impl RetryPolicy {
     }
 }
 
-/// `Retry-After` as seconds or as an HTTP date.
+/// `Retry-After` as seconds (fractions too, as some LLM gateways send them) or as an HTTP date.
 pub fn retry_after(value: &str) -> Option<Duration> {
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -132,10 +144,35 @@ mod tests {
     #[test]
     fn retry_after_reads_seconds_and_dates() {
         assert_eq!(retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        let later = SystemTime::now() + Duration::from_secs(30);
+        let wait = retry_after(&httpdate::fmt_http_date(later)).unwrap();
+        assert!(
+            wait > Duration::from_secs(27) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
         assert_eq!(
             retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
             Some(Duration::ZERO)
         );
         assert_eq!(retry_after("soon"), None);
+        assert_eq!(retry_after("-1"), None);
+        assert_eq!(retry_after("NaN"), None);
+        assert_eq!(retry_after("1e300"), None);
+    }
+
+    #[test]
+    fn backoff_is_jittered_below_the_exponential_ceiling_and_the_cap() {
+        let policy = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_rate_limit_wait: Duration::from_millis(350),
+            ..RetryPolicy::new(5)
+        };
+        assert_eq!(policy.max_attempts, 6);
+        for _ in 0..200 {
+            assert!(policy.backoff(0) <= Duration::from_millis(100));
+            assert!(policy.backoff(1) <= Duration::from_millis(200));
+            assert!(policy.backoff(10) <= Duration::from_millis(350));
+        }
     }
 }

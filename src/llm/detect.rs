@@ -123,7 +123,11 @@ pub fn create_provider(
 ) -> Result<Box<dyn Llm>, LlmError> {
     let kind = detect_kind(cfg, env)?;
     let timeout = Duration::from_secs(cfg.timeout_seconds.max(1));
-    let retry = RetryPolicy::new(cfg.max_retries);
+    let retry = RetryPolicy {
+        // A model call waits out a longer `Retry-After` only this long, then tries again.
+        max_rate_limit_wait: Duration::from_secs(60),
+        ..RetryPolicy::new(cfg.max_retries)
+    };
     let key_named = |default: &str| -> (String, Option<String>) {
         let name = cfg
             .api_key_env

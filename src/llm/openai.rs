@@ -401,7 +401,7 @@ impl Llm for OpenAiCompatible {
             None => format!(
                 "{} ({})",
                 self.settings.label,
-                self.http.redact(&self.settings.url)
+                crate::outbound::redact(&self.settings.url)
             ),
         }
     }
