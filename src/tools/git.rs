@@ -488,29 +488,15 @@ mod token_push_tests {
             name: "Replan".into(),
             email: "replan@example.com".into(),
         };
-        let mut snapshots = Snapshots::open(work, "replan/work/issue-1").unwrap();
-        assert_eq!(
-            snapshots
-                .save(work, "replan/work/issue-1", "m", &author)
-                .unwrap(),
-            None
-        );
+        let branch = "replan/work/issue-1";
+        let save = |s: &mut Snapshots| s.save(work, branch, "m", &author).unwrap();
+        let mut snapshots = Snapshots::open(work, branch).unwrap();
+        assert_eq!(save(&mut snapshots), None);
         std::fs::write(work.join("b.txt"), "b").unwrap();
-        let first = snapshots
-            .save(work, "replan/work/issue-1", "m", &author)
-            .unwrap()
-            .unwrap();
+        let first = save(&mut snapshots).unwrap();
         std::fs::write(work.join("c.txt"), "c").unwrap();
-        let second = snapshots
-            .save(work, "replan/work/issue-1", "m", &author)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            snapshots
-                .save(work, "replan/work/issue-1", "m", &author)
-                .unwrap(),
-            None
-        );
+        let second = save(&mut snapshots).unwrap();
+        assert_eq!(save(&mut snapshots), None);
         let parent = git(work, &["rev-parse", &format!("{second}^")], &[]).unwrap();
         assert_eq!(parent, first);
         let files = git(work, &["ls-tree", "--name-only", &second], &[]).unwrap();
@@ -527,18 +513,10 @@ mod token_push_tests {
             "the temporary index goes with the snapshots"
         );
         // A later run finds the branch and goes on from its tip and its tree.
-        let mut again = Snapshots::open(work, "replan/work/issue-1").unwrap();
-        assert_eq!(
-            again
-                .save(work, "replan/work/issue-1", "m", &author)
-                .unwrap(),
-            None
-        );
+        let mut again = Snapshots::open(work, branch).unwrap();
+        assert_eq!(save(&mut again), None);
         std::fs::write(work.join("d.txt"), "d").unwrap();
-        let third = again
-            .save(work, "replan/work/issue-1", "m", &author)
-            .unwrap()
-            .unwrap();
+        let third = save(&mut again).unwrap();
         let parent = git(work, &["rev-parse", &format!("{third}^")], &[]).unwrap();
         assert_eq!(parent, second);
     }
