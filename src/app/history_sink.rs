@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 pub struct HistorySink {
     backend: Arc<dyn HistoryBackend>,
@@ -25,6 +26,9 @@ pub struct HistorySink {
     /// Pending entries on local disk too, so a SIGKILL does not lose them (see `history::spool`).
     spool: Mutex<Option<Spool>>,
     before_commit: Option<Arc<dyn BeforeCommit>>,
+    /// When the latest pending entry that marks a task done was accepted (None: no such entry
+    /// is pending). A save of the work that started later holds that task's files.
+    done_at: Mutex<Option<Instant>>,
 }
 
 /// Called before a flush commits entries that mark a task done: the work those entries claim
@@ -33,6 +37,19 @@ pub struct HistorySink {
 #[async_trait]
 pub trait BeforeCommit: Send + Sync {
     async fn before_commit(&self);
+
+    /// When the last save that succeeded took its snapshot: tasks marked done before then have
+    /// their work saved, and a flush that records only those needs no save of its own.
+    fn saved_at(&self) -> Option<Instant> {
+        None
+    }
+
+    /// A save now would come sooner than the saves' interval allows: a batch that reached
+    /// `history.commit_every` and records a finished task whose work is not saved yet waits
+    /// (in memory and in the spool) for the next save or flush point instead of forcing one.
+    fn saved_recently(&self) -> bool {
+        false
+    }
 }
 
 fn finishes_a_task(entries: &[Entry]) -> bool {
@@ -57,6 +74,7 @@ impl HistorySink {
             last_commit: Mutex::new(None),
             spool: Mutex::new(None),
             before_commit: None,
+            done_at: Mutex::new(None),
         }
     }
 
@@ -93,6 +111,22 @@ impl HistorySink {
         }
     }
 
+    /// Every pending entry that marks a task done was accepted before the last save's snapshot.
+    fn work_saved(&self, hook: &dyn BeforeCommit) -> bool {
+        match *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => true,
+            Some(done) => hook.saved_at().is_some_and(|saved| saved >= done),
+        }
+    }
+
+    /// A batch that reached `commit_every` waits when committing it would force a save of the
+    /// work sooner than the saves' interval (see [`BeforeCommit::saved_recently`]).
+    fn waits_for_a_save(&self) -> bool {
+        self.before_commit
+            .as_ref()
+            .is_some_and(|hook| !self.work_saved(hook.as_ref()) && hook.saved_recently())
+    }
+
     /// The commit of the last successful flush (the `history_commit` output).
     pub fn last_commit(&self) -> Option<String> {
         self.last_commit
@@ -108,12 +142,13 @@ impl HistorySink {
             return Ok(());
         }
         if let Some(hook) = &self.before_commit
-            && finishes_a_task(&pending)
+            && !self.work_saved(hook.as_ref())
         {
             hook.before_commit().await;
         }
         let outcome = self.backend.append(&self.thread, &pending).await?;
         pending.clear();
+        *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.spooled(Spool::clear);
         if outcome.conflicts > 0 {
             tracing::info!(
@@ -230,7 +265,11 @@ impl EntrySink for HistorySink {
             let mut pending = self.pending.lock().await;
             self.spooled(|s| s.write(entries));
             pending.extend_from_slice(entries);
-            pending.len() >= self.commit_every || entries.iter().any(is_flush_point)
+            if finishes_a_task(entries) {
+                *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            }
+            entries.iter().any(is_flush_point)
+                || (pending.len() >= self.commit_every && !self.waits_for_a_save())
         };
         if due { self.flush().await } else { Ok(()) }
     }

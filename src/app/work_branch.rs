@@ -57,6 +57,9 @@ pub struct WorkBranchReporter {
     /// [`SAVE_INTERVAL`] (each costs a few `git` processes and a push, which would dominate a
     /// fast cycle's overhead); the end of the run always saves.
     last_save: std::sync::Mutex<Option<std::time::Instant>>,
+    /// When the snapshot of the last save that reached the forge was taken (see
+    /// [`crate::app::history_sink::BeforeCommit::saved_at`]).
+    saved_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// The least time between two saves of the work branch while the cycle runs.
@@ -79,6 +82,7 @@ impl WorkBranchReporter {
             author,
             saved: Mutex::new((tasks_done, None)),
             last_save: std::sync::Mutex::new(None),
+            saved_at: std::sync::Mutex::new(None),
         }
     }
 
@@ -110,7 +114,8 @@ impl WorkBranchReporter {
 
     /// Commit the working tree to the work branch and push it when it changed.
     async fn commit_and_push(&self, saved: &mut (usize, Option<Snapshots>), message: String) {
-        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+        let started = std::time::Instant::now();
+        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
         let branch = work_branch(&self.thread);
         let (repo, name, author, known) = (
             self.workspace.clone(),
@@ -130,10 +135,17 @@ impl WorkBranchReporter {
         match committed {
             Ok(Ok((snapshots, commit))) => {
                 saved.1 = Some(snapshots);
-                if commit.is_some()
-                    && let Err(e) = self.publisher.publish(&self.workspace, &branch).await
-                {
-                    tracing::warn!("could not push the work branch `{branch}`: {}", e.message);
+                let pushed = match commit {
+                    Some(_) => self.publisher.publish(&self.workspace, &branch).await,
+                    None => Ok(()),
+                };
+                match pushed {
+                    Ok(()) => {
+                        *self.saved_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started)
+                    }
+                    Err(e) => {
+                        tracing::warn!("could not push the work branch `{branch}`: {}", e.message)
+                    }
                 }
             }
             Ok(Err(e)) => tracing::warn!("could not save the work to `{branch}`: {}", e.message),
@@ -153,6 +165,15 @@ impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
             self.thread
         );
         self.commit_and_push(&mut saved, message).await;
+    }
+
+    fn saved_at(&self) -> Option<std::time::Instant> {
+        *self.saved_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn saved_recently(&self) -> bool {
+        self.saved_at()
+            .is_some_and(|at| at.elapsed() < SAVE_INTERVAL)
     }
 }
 

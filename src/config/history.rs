@@ -12,7 +12,9 @@ pub struct HistoryConfig {
     pub directory: String,
     /// History entries buffered between two commits to the history branch during a run (1 =
     /// commit after every step). Phase ends (plan, revision, completion), a question or a pending
-    /// approval, the end of the run and SIGTERM always commit.
+    /// approval, the end of the run and SIGTERM always commit. A full batch that records a
+    /// finished task whose work the work branch does not hold yet waits for the branch's next
+    /// save (at most 10 s) rather than forcing one.
     pub commit_every: u32,
     /// How long one append to the history branch keeps retrying while other runs move the branch
     /// (jittered exponential backoff); the entries are printed to the job log if it runs out.

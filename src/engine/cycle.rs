@@ -95,9 +95,18 @@ async fn drive(
             return Ok(end);
         }
     }
-    let checkouts = match (deps.config.execution.max_parallel, &deps.workspace) {
-        (2.., Some(workspace)) => Checkouts::new(workspace),
-        _ => None,
+    // Made when subtasks first can run side by side (a chain never needs them: two `git`
+    // processes saved per run).
+    let checkouts = std::sync::OnceLock::new();
+    let checkouts = || {
+        checkouts
+            .get_or_init(
+                || match (deps.config.execution.max_parallel, &deps.workspace) {
+                    (2.., Some(workspace)) => Checkouts::new(workspace),
+                    _ => None,
+                },
+            )
+            .as_ref()
     };
     for _ in 0..MAX_STEPS_PER_RUN {
         let steps = match deps.scope {
@@ -109,16 +118,18 @@ async fn drive(
             ],
         };
         tracing::debug!(?steps, "next steps");
-        let step = match (steps.as_slice(), &checkouts) {
-            ([Step::Finish(status)], _) => return Ok(*status),
-            ([step], _) => step.clone(),
-            ([], _) => return Err(CycleError::Fatal("no step to perform".into())),
-            (_, Some(checkouts)) => match parallel::run_wave(cx, checkouts, state).await? {
-                Some(end) => return Ok(end),
-                None => continue,
+        let step = match steps.as_slice() {
+            [Step::Finish(status)] => return Ok(*status),
+            [step] => step.clone(),
+            [] => return Err(CycleError::Fatal("no step to perform".into())),
+            [first, ..] => match checkouts() {
+                Some(checkouts) => match parallel::run_wave(cx, checkouts, state).await? {
+                    Some(end) => return Ok(end),
+                    None => continue,
+                },
+                // Without a git checkout to isolate them, subtasks run one after another.
+                None => first.clone(),
             },
-            // Without a git checkout to isolate them, subtasks run one after another.
-            ([first, ..], None) => first.clone(),
         };
         let mut batch = Batch::new(state, &deps.run_id, deps.clock.clone());
         let effects = match phases::perform(cx, &mut batch, &step).await {

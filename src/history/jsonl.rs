@@ -49,10 +49,14 @@ pub fn to_lines(entries: &[Entry]) -> String {
 /// has no terminating newline (a write that was cut off).
 pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
     let unterminated_last = !text.is_empty() && !text.ends_with('\n');
-    let count = text.lines().count();
+    let start = text.as_ptr() as usize;
     text.lines()
         .enumerate()
-        .map(move |(i, l)| (i + 1, l, unterminated_last && i + 1 == count))
+        .map(move |(i, l)| {
+            // Only the last line can reach the end of an unterminated text.
+            let at_end = l.as_ptr() as usize - start + l.len() == text.len();
+            (i + 1, l, unterminated_last && at_end)
+        })
         .filter(|(_, l, _)| !l.trim().is_empty())
 }
 
@@ -95,15 +99,12 @@ pub fn parse(text: &str) -> ParsedHistory {
     if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
         return parse_lines(lines(text), text.len());
     }
-    // Entries are independent lines: parse chunks side by side and join them in file order.
-    let all: Vec<(usize, &str, bool)> = lines(text).collect();
-    let chunk = all.len().div_ceil(threads).max(1);
-    let parts: Vec<ParsedHistory> = std::thread::scope(|scope| {
-        let handles: Vec<_> = all
-            .chunks(chunk)
-            .map(|c| {
-                let bytes = c.iter().map(|(_, l, _)| l.len() + 1).sum();
-                scope.spawn(move || parse_lines(c.iter().copied(), bytes))
+    // Entries are independent lines: parse runs of whole lines side by side and join them in
+    // file order. Each run numbers its own lines; the numbers are shifted after the join.
+    let parts: Vec<(ParsedHistory, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = line_runs(text, threads)
+            .map(|run| {
+                scope.spawn(move || (parse_lines(lines(run), run.len()), run.lines().count()))
             })
             .collect();
         handles
@@ -111,16 +112,41 @@ pub fn parse(text: &str) -> ParsedHistory {
             .map(|h| h.join().expect("parsing a line never panics"))
             .collect()
     });
-    let mut out = ParsedHistory {
-        entries: Vec::with_capacity(parts.iter().map(|p| p.entries.len()).sum()),
-        ..Default::default()
-    };
-    for p in parts {
-        out.entries.extend(p.entries);
-        out.corrupt.extend(p.corrupt);
+    let total: usize = parts.iter().map(|(p, _)| p.entries.len()).sum();
+    let mut parts = parts.into_iter();
+    let (mut out, mut lines_before) = parts.next().unwrap_or_default();
+    // Growing the first run's vector in place saves copying it (and touching its pages again).
+    out.entries.reserve_exact(total - out.entries.len());
+    for (mut p, count) in parts {
+        for c in &mut p.corrupt {
+            c.line_no += lines_before;
+        }
+        lines_before += count;
+        out.entries.append(&mut p.entries);
+        out.corrupt.append(&mut p.corrupt);
         out.max_seq = out.max_seq.max(p.max_seq);
     }
     out
+}
+
+/// `text` cut into about `n` runs of whole lines (each but the last ends with a newline).
+fn line_runs(text: &str, n: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    let size = text.len().div_ceil(n).max(1);
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // A newline byte is never inside a multi-byte character: cutting after it is safe.
+        let newline = |tail: &[u8]| tail.iter().position(|b| *b == b'\n');
+        let cut = match rest.as_bytes().get(size..).and_then(newline) {
+            Some(i) => size + i + 1,
+            None => rest.len(),
+        };
+        let (run, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(run)
+    })
 }
 
 fn parse_lines<'a>(
@@ -409,6 +435,40 @@ mod tests {
         assert_eq!(max_seq(text), 9);
         assert_eq!(canonical_seq("{\"v\":1,\"seq\":12}"), Some(12));
         assert_eq!(canonical_seq("{\"v\":1,\"seq\":12.5}"), None);
+    }
+
+    #[test]
+    fn a_large_file_parsed_in_runs_numbers_its_lines_as_one_pass_does() {
+        let mut text = String::new();
+        let mut seq = 0;
+        while text.len() < PARALLEL_PARSE_BYTES * 3 / 2 {
+            seq += 1;
+            let line = if seq % 997 == 0 {
+                "broken é line".to_owned()
+            } else {
+                to_line(&entry(seq)).replacen("run-1", "run-é", 1)
+            };
+            text.push_str(&line);
+            text.push_str(if seq % 5 == 0 { "\r\n" } else { "\n" });
+            if seq % 1001 == 0 {
+                text.push('\n');
+            }
+        }
+        text.push_str(&to_line(&entry(seq + 1))[..30]);
+        let runs: Vec<&str> = line_runs(&text, 3).collect();
+        assert_eq!(runs.concat(), text);
+        assert!(runs.len() > 1 && runs[..runs.len() - 1].iter().all(|r| r.ends_with('\n')));
+        let parsed = parse(&text);
+        assert_eq!(parsed, parse_lines(lines(&text), text.len()));
+        assert!(parsed.corrupt.len() > 2, "{:?}", parsed.corrupt.len());
+        let last = parsed.corrupt.last().unwrap();
+        assert!(
+            last.error.starts_with("truncated last line"),
+            "{}",
+            last.error
+        );
+        assert_eq!(last.line_no, text.lines().count());
+        assert_eq!(parsed.max_seq, seq);
     }
 
     #[test]

@@ -326,35 +326,65 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    /// Find `branch` (or HEAD) and fill the temporary index from it.
+    /// Find `branch` (or HEAD) and fill the temporary index from it: three `git` processes.
     pub fn open(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
-        let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
+        let full = format!("refs/heads/{branch}");
+        // A pattern also matches refs below it: keep the exact name only.
         let tip = git(
             repo,
             &[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{branch}"),
+                "for-each-ref",
+                "--format=%(refname) %(objectname) %(tree)",
+                &full,
             ],
             &[],
-        )
-        .ok();
-        let parent = match &tip {
-            Some(tip) => tip.clone(),
-            None => git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"], &[])?,
+        )?
+        .lines()
+        .find_map(|line| {
+            let mut words = line.split(' ');
+            (words.next() == Some(full.as_str()))
+                .then(|| Some((words.next()?.to_owned(), words.next()?.to_owned())))?
+        });
+        let (git_dir, parent, tree) = match tip.clone() {
+            Some((commit, tree)) => {
+                let git_dir = git(repo, &["rev-parse", "--absolute-git-dir"], &[])?;
+                (git_dir, commit, tree)
+            }
+            None => {
+                let out = git(
+                    repo,
+                    &["rev-parse", "--absolute-git-dir", "HEAD", "HEAD^{tree}"],
+                    &[],
+                )
+                .map_err(|_| {
+                    ToolError::new(
+                        ToolErrorKind::Failed,
+                        "the repository has no commit yet to save the work on",
+                    )
+                })?;
+                let mut lines = out.lines().map(str::to_owned);
+                match (lines.next(), lines.next(), lines.next()) {
+                    (Some(dir), Some(head), Some(tree)) => (dir, head, tree),
+                    _ => {
+                        return Err(ToolError::new(
+                            ToolErrorKind::Failed,
+                            format!("`git rev-parse` printed an unexpected answer: {out}"),
+                        ));
+                    }
+                }
+            }
         };
-        let index = git_dir.join(format!("replan-work-index-{}", std::process::id()));
+        let index =
+            PathBuf::from(git_dir).join(format!("replan-work-index-{}", std::process::id()));
         let index_text = index.to_string_lossy().into_owned();
         git(
             repo,
             &["read-tree", &parent],
             &[("GIT_INDEX_FILE", &index_text)],
         )?;
-        let tree = git(repo, &["rev-parse", &format!("{parent}^{{tree}}")], &[])?;
         Ok(Snapshots {
             index,
-            old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
+            old: tip.map_or_else(|| NO_COMMIT.to_owned(), |(commit, _)| commit),
             parent,
             tree,
         })
@@ -458,29 +488,15 @@ mod token_push_tests {
             name: "Replan".into(),
             email: "replan@example.com".into(),
         };
-        let mut snapshots = Snapshots::open(work, "replan/work/issue-1").unwrap();
-        assert_eq!(
-            snapshots
-                .save(work, "replan/work/issue-1", "m", &author)
-                .unwrap(),
-            None
-        );
+        let branch = "replan/work/issue-1";
+        let save = |s: &mut Snapshots| s.save(work, branch, "m", &author).unwrap();
+        let mut snapshots = Snapshots::open(work, branch).unwrap();
+        assert_eq!(save(&mut snapshots), None);
         std::fs::write(work.join("b.txt"), "b").unwrap();
-        let first = snapshots
-            .save(work, "replan/work/issue-1", "m", &author)
-            .unwrap()
-            .unwrap();
+        let first = save(&mut snapshots).unwrap();
         std::fs::write(work.join("c.txt"), "c").unwrap();
-        let second = snapshots
-            .save(work, "replan/work/issue-1", "m", &author)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            snapshots
-                .save(work, "replan/work/issue-1", "m", &author)
-                .unwrap(),
-            None
-        );
+        let second = save(&mut snapshots).unwrap();
+        assert_eq!(save(&mut snapshots), None);
         let parent = git(work, &["rev-parse", &format!("{second}^")], &[]).unwrap();
         assert_eq!(parent, first);
         let files = git(work, &["ls-tree", "--name-only", &second], &[]).unwrap();
@@ -496,6 +512,13 @@ mod token_push_tests {
             !index.exists(),
             "the temporary index goes with the snapshots"
         );
+        // A later run finds the branch and goes on from its tip and its tree.
+        let mut again = Snapshots::open(work, branch).unwrap();
+        assert_eq!(save(&mut again), None);
+        std::fs::write(work.join("d.txt"), "d").unwrap();
+        let third = save(&mut again).unwrap();
+        let parent = git(work, &["rev-parse", &format!("{third}^")], &[]).unwrap();
+        assert_eq!(parent, second);
     }
 
     #[tokio::test]

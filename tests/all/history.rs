@@ -1197,6 +1197,77 @@ async fn a_flush_that_records_a_finished_task_saves_the_work_before_it_commits()
     assert_eq!(committed.entries.len(), 4);
 }
 
+/// A work saver whose last save is as recent as the test says.
+struct RecentSave {
+    saves: std::sync::Mutex<usize>,
+    saved_at: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+#[async_trait::async_trait]
+impl replan::app::history_sink::BeforeCommit for RecentSave {
+    async fn before_commit(&self) {
+        *self.saves.lock().unwrap() += 1;
+        *self.saved_at.lock().unwrap() = Some(std::time::Instant::now());
+    }
+
+    fn saved_at(&self) -> Option<std::time::Instant> {
+        *self.saved_at.lock().unwrap()
+    }
+
+    fn saved_recently(&self) -> bool {
+        self.saved_at().is_some()
+    }
+}
+
+#[tokio::test]
+async fn a_full_batch_with_an_unsaved_finished_task_waits_for_the_next_save_or_flush_point() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let hook = Arc::new(RecentSave {
+        saves: std::sync::Mutex::new(0),
+        saved_at: std::sync::Mutex::new(Some(std::time::Instant::now())),
+    });
+    let sink =
+        HistorySink::new(backend.clone(), ThreadRef::issue(4), 2).with_before_commit(hook.clone());
+    let count = || {
+        jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
+            .entries
+            .len()
+    };
+    let done = |seq, task: &str| {
+        entry(
+            seq,
+            "run",
+            EntryBody::TaskState {
+                task_id: task.into(),
+                state: TaskState::Done,
+                replanning_info: None,
+                note: None,
+            },
+        )
+    };
+
+    // The last save was just now and task_1 finished after it: committing would force another
+    // save, so the full batch waits.
+    sink.append(&[checklist("run", "a"), done(2, "task_1")])
+        .await
+        .unwrap();
+    sink.append(&[checklist("run", "b")]).await.unwrap();
+    assert_eq!((count(), *hook.saves.lock().unwrap()), (0, 0));
+    // A flush point commits at once, saving the work first.
+    sink.append(&[entry(4, "run", run_finished())])
+        .await
+        .unwrap();
+    assert_eq!((count(), *hook.saves.lock().unwrap()), (4, 1));
+    // A finished task whose work a later save already holds commits without another save.
+    sink.append(&[done(5, "task_2")]).await.unwrap();
+    *hook.saved_at.lock().unwrap() = Some(std::time::Instant::now());
+    sink.append(&[checklist("run", "c")]).await.unwrap();
+    assert_eq!((count(), *hook.saves.lock().unwrap()), (6, 1));
+}
+
 #[tokio::test]
 async fn entries_that_cannot_be_committed_go_to_the_job_log_and_the_step_summary() {
     use replan::app::history_sink::HistorySink;
