@@ -222,6 +222,134 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     );
 }
 
+/// A server that does not enforce `tool_choice` (llama-server's Anthropic endpoint, or a chat
+/// template without tool syntax): the forced first turn comes back as prose. The call is asked
+/// once more as a structured reply whose schema only allows complete calls of the offered tools,
+/// and the call the model writes as JSON text runs through the registry like a native one.
+fn a_weak_model(execute_turn: &str) -> Scenario {
+    let prose = format!(
+        "  - when: {{ contains: \"{PLANNING}\" }}\n    reply: \"I would write a hello file using tool_name.\"\n"
+    );
+    let overrides = format!("steps:\n{}{execute_turn}", prose.repeat(7));
+    scenario(&overrides)
+}
+
+const WRITE_HELLO: &str =
+    r#"'{"tool": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}'"#;
+
+both_wires!(
+    a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone,
+    a_tool_call_written_in_the_reply_text_runs_like_a_native_one
+);
+
+fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
+    let llm = LlmServer::start(a_weak_model(&format!(
+        "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will add the hello file.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {WRITE_HELLO}\n"
+    )));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+
+    let sent = llm.requests();
+    let executes: Vec<&Value> = sent
+        .iter()
+        .filter(|r| r.texts().join("\n").contains("Execute subtask `t1`"))
+        .map(|r| &r.body)
+        .collect();
+    let (forced, reask) = (executes[0], executes[1]);
+    assert!(
+        serde_json::to_string(reask)
+            .unwrap()
+            .contains("You called no tool"),
+        "{reask}"
+    );
+    assert!(reask["max_tokens"].as_u64().is_some_and(|n| n <= 4096));
+    // The re-ask constrains the reply to a complete call of an offered tool.
+    let schema = match wire {
+        Wire::OpenAi => {
+            assert_eq!(reask.get("tool_choice"), None, "{reask}");
+            &reask["response_format"]["json_schema"]["schema"]
+        }
+        Wire::Anthropic => {
+            assert_eq!(
+                reask["tool_choice"],
+                serde_json::json!({"type": "tool", "name": "tool_call"})
+            );
+            let tools = reask["tools"].as_array().unwrap();
+            &tools.iter().find(|t| t["name"] == "tool_call").unwrap()["input_schema"]
+        }
+    };
+    let names: Vec<&Value> = schema["anyOf"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{schema}"))
+        .iter()
+        .map(|b| &b["properties"]["tool"]["enum"][0])
+        .collect();
+    let offered: Vec<&Value> = forced["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.pointer("/function/name").unwrap_or(&t["name"]))
+        .collect();
+    assert_eq!(names, offered);
+    // The prose reply is not sent back: the next turn continues from the call.
+    let next = serde_json::to_string(executes[2]).unwrap();
+    assert!(!next.contains("I will add the hello file"), "{next}");
+    assert!(!next.contains("You called no tool"), "{next}");
+
+    let entries = history(state.path(), 7);
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Action { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actions.first(), Some(&"write_file"), "{actions:?}");
+    match &entries.last().unwrap().body {
+        EntryBody::RunFinished { usage, .. } => assert_eq!(usage.calls as usize, sent.len()),
+        other => panic!("the last entry is {other:?}"),
+    }
+}
+
+fn a_tool_call_written_in_the_reply_text_runs_like_a_native_one(wire: Wire) {
+    // Only offered tools run, through the same registry: an unknown one is prose, not a call.
+    let llm = LlmServer::start(a_weak_model(concat!(
+        "  - when: { contains: \"Execute subtask `t1`\" }\n",
+        r#"    reply: '<tool_call>[{"name": "run_shell", "arguments": {}}]</tool_call> or "#,
+        r#"<tool_call>[{"name": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}]</tool_call>'"#,
+        "\n"
+    )));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+    let sent = llm.requests();
+    assert!(
+        !sent
+            .iter()
+            .any(|r| r.texts().join("\n").contains("You called no tool")),
+        "a call in the text needs no re-ask"
+    );
+    let entries = history(state.path(), 7);
+    let tools: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Action { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools.first(), Some(&"write_file"), "{tools:?}");
+    assert!(!tools.contains(&"run_shell"), "{tools:?}");
+}
+
 #[test]
 fn a_run_finished_line_written_before_the_mode_was_recorded_still_parses() {
     let old = r#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05Z","run_id":"r1","type":"run_finished","status":"completed","usage":{"calls":2,"prompt_tokens":10,"completion_tokens":5}}"#;
