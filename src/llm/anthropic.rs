@@ -107,6 +107,10 @@ impl Anthropic {
             );
         }
         let mut messages = wire_messages(&request.messages);
+        if let Some(prefill) = &request.prefill {
+            messages
+                .push(json!({"role": "assistant", "content": [{"type": "text", "text": prefill}]}));
+        }
         // Cache the conversation so far: the next turn of a tool loop repeats all of it.
         if let Some(block) = messages
             .last_mut()
@@ -150,11 +154,13 @@ impl Anthropic {
         Value::Object(body)
     }
 
+    /// A prefilled reply is text: forcing a tool call would contradict it, so the schema is then
+    /// left to the prompt.
     fn forced_schema<'a>(&self, request: &'a ChatRequest) -> Option<&'a super::ResponseSchema> {
         request
             .response_schema
             .as_ref()
-            .filter(|_| self.forced_tool)
+            .filter(|_| self.forced_tool && request.prefill.is_none())
     }
 }
 
@@ -326,7 +332,17 @@ impl Llm for Anthropic {
             .post_json(&self.url, &self.headers, &body, &request.purpose)
             .await?;
         let forced = self.forced_schema(request).map(|s| s.name.as_str());
-        parse_message(&reply, forced, &self.model)
+        let mut response = parse_message(&reply, forced, &self.model)?;
+        if let Some(prefill) = &request.prefill {
+            // The API answers with the continuation only (llama-server repeats the prefill).
+            let text = response.text.take().unwrap_or_default();
+            response.text = Some(if text.starts_with(prefill.as_str()) {
+                text
+            } else {
+                format!("{prefill}{text}")
+            });
+        }
+        Ok(response)
     }
 }
 

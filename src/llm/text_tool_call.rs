@@ -13,7 +13,7 @@ const SEARCHED_CHARS: usize = 64 * 1024;
 
 /// Longest string argument the structured re-ask's schema allows: a grammar-constrained small
 /// model otherwise fills a string until the output limit and the call never closes.
-const MAX_STRING_CHARS: u64 = 2000;
+const MAX_STRING_CHARS: u64 = 1000;
 
 /// The first tool call written in `text` for one of `tools`: `{"tool": name, "arguments": {...}}`
 /// or `{"name": name, "arguments": {...}}`, bare, fenced, in prose or in the

@@ -243,8 +243,13 @@ both_wires!(
 );
 
 fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
+    // The Messages API answers a prefilled turn with the continuation only.
+    let call = match wire {
+        Wire::OpenAi => WRITE_HELLO.to_string(),
+        Wire::Anthropic => WRITE_HELLO.replacen(r#"{"tool": ""#, "", 1),
+    };
     let llm = LlmServer::start(a_weak_model(&format!(
-        "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will add the hello file.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {WRITE_HELLO}\n"
+        "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will add the hello file.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {call}\n"
     )));
     let (_origin, checkout) = checkout();
     let state = TempDir::new().unwrap();
@@ -268,34 +273,34 @@ fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
         "{reask}"
     );
     assert!(reask["max_tokens"].as_u64().is_some_and(|n| n <= 4096));
-    // The re-ask constrains the reply to a complete call of an offered tool.
-    let schema = match wire {
-        Wire::OpenAi => {
-            assert_eq!(reask.get("tool_choice"), None, "{reask}");
-            &reask["response_format"]["json_schema"]["schema"]
-        }
-        Wire::Anthropic => {
-            assert_eq!(
-                reask["tool_choice"],
-                serde_json::json!({"type": "tool", "name": "tool_call"})
-            );
-            let tools = reask["tools"].as_array().unwrap();
-            &tools.iter().find(|t| t["name"] == "tool_call").unwrap()["input_schema"]
-        }
-    };
-    let names: Vec<&Value> = schema["anyOf"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{schema}"))
-        .iter()
-        .map(|b| &b["properties"]["tool"]["enum"][0])
-        .collect();
+    // The re-ask constrains the reply to a complete call of an offered tool where the format
+    // can (OpenAI json_schema, a grammar on llama-server) and hands the model the start of the
+    // call where it cannot (Anthropic prefill; a forced tool would contradict it).
     let offered: Vec<&Value> = forced["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t.pointer("/function/name").unwrap_or(&t["name"]))
         .collect();
-    assert_eq!(names, offered);
+    assert!(!offered.is_empty());
+    assert_eq!(reask.get("tool_choice"), None, "{reask}");
+    match wire {
+        Wire::OpenAi => {
+            let schema = &reask["response_format"]["json_schema"]["schema"];
+            let names: Vec<&Value> = schema["anyOf"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{schema}"))
+                .iter()
+                .map(|b| &b["properties"]["tool"]["enum"][0])
+                .collect();
+            assert_eq!(names, offered);
+        }
+        Wire::Anthropic => {
+            let last = reask["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(last["role"], "assistant", "{reask}");
+            assert_eq!(last["content"][0]["text"], r#"{"tool": ""#, "{reask}");
+        }
+    }
     // The prose reply is not sent back: the next turn continues from the call.
     let next = serde_json::to_string(executes[2]).unwrap();
     assert!(!next.contains("I will add the hello file"), "{next}");

@@ -243,10 +243,19 @@ async fn tool_reask(
         name: "tool_call".into(),
         schema: tool_call_schema(&request.tools),
     });
+    // Where no schema is enforced (llama-server's Anthropic endpoint), a model that answered
+    // the forced turn in prose still continues a call it was handed the start of.
+    reask.prefill = Some(r#"{"tool": ""#.into());
+    // Only the call: a reply that runs on past it is not worth the execute limit.
+    reask.max_tokens = reask.max_tokens.map(|n| n.min(REASK_MAX_TOKENS));
     let response = cx.deps.llm.chat(&reask).await?;
     batch.usage(response.totals());
     Ok(tool_calls_of(&response, &request.tools))
 }
+
+/// Output limit of the call-only re-ask: room for a call with a page of content, not for the
+/// prose a small model runs on with after it.
+const REASK_MAX_TOKENS: u32 = 512;
 
 const RETRY: &str =
     "The last action should be retried: call the tool again (the error looked transient).";
