@@ -183,10 +183,19 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         .sum();
     assert_eq!(counted as usize, sent.len());
     // The structured-output mode `auto` settled on is recorded: the scripted OpenAI-format
-    // server accepts response_format; the Anthropic format forces a tool call.
+    // server accepts response_format; in the Anthropic format the weak model answered the forced
+    // tool call in prose (as llama-server lets it), so `auto` moved to `prompt`, whose
+    // structured requests force no tool and start the reply with `{`.
     let mode = match wire {
         Wire::OpenAi => "json_schema",
-        Wire::Anthropic => "tool",
+        Wire::Anthropic => {
+            let last = sent.last().unwrap();
+            assert_eq!(last.body.get("tool_choice"), None, "{}", last.body);
+            let prefill = last.body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(prefill["role"], "assistant", "{}", last.body);
+            assert_eq!(prefill["content"][0]["text"], "{", "{}", last.body);
+            "prompt"
+        }
     };
     let finished = entries.last().unwrap();
     match &finished.body {
