@@ -4,7 +4,7 @@
 //! object as arguments, and then runs like a native call: the same registry, policy, sandbox
 //! and approvals.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::types::{ToolCall, ToolSpec};
 
@@ -40,10 +40,10 @@ fn call_of(value: &Value, tools: &[ToolSpec]) -> Option<ToolCall> {
         .or_else(|| object.get("name"))
         .and_then(Value::as_str)?;
     let spec = tools.iter().find(|t| t.name == name)?;
-    let arguments = match object.get("arguments") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(Value::String(raw)) => serde_json::from_str::<Value>(raw).ok()?,
-        Some(other) => other.clone(),
+    // `arguments` must be there: a plan's actions also name a `tool`, and are no call.
+    let arguments = match object.get("arguments")? {
+        Value::String(raw) => serde_json::from_str::<Value>(raw).ok()?,
+        other => other.clone(),
     };
     arguments.is_object().then(|| ToolCall {
         id: format!("text_call_{}", spec.name),
@@ -126,6 +126,7 @@ mod tests {
         let cases = [
             r#"{"tool": "run_shell", "arguments": {"cmd": "rm -rf /"}}"#,
             r#"{"tool": "Add a hello file"}"#,
+            r#"{"task_id": "t1", "tool": "write_file", "purpose": "a planned action"}"#,
             r#"{"tool": "list_files", "arguments": ["src"]}"#,
             r#"{"report": "done", "verdict": {"success": true}}"#,
             "I would call list_files.",

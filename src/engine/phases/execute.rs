@@ -12,8 +12,8 @@ use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{
-    ChatRequest, ChatResponse, Message, ResponseSchema, Role, ToolCall, ToolSpec,
-    tool_call_in_text, tool_call_schema,
+    ChatRequest, ChatResponse, Message, ResponseSchema, Role, ToolCall, tool_call_in_text,
+    tool_call_schema,
 };
 use crate::plan::{ReplanDecision, ReplanTrigger};
 use crate::tools::{ToolError, ToolErrorKind};
@@ -87,7 +87,7 @@ async fn tool_loop(
         // Only the first turn must act; later ones may give the final answer.
         request.require_tool_call = false;
         batch.usage(response.totals());
-        let calls = match tool_calls_of(&response, &request.tools) {
+        let calls = match tool_calls_of(&response, &request) {
             calls if calls.is_empty() && forced => tool_reask(cx, batch, &request, task_id).await?,
             calls => calls,
         };
@@ -204,16 +204,17 @@ async fn tool_loop(
 }
 
 /// The reply's tool calls: native ones, else one written in its text (see `text_tool_call`).
-fn tool_calls_of(response: &ChatResponse, tools: &[ToolSpec]) -> Vec<ToolCall> {
+fn tool_calls_of(response: &ChatResponse, request: &ChatRequest) -> Vec<ToolCall> {
     if !response.tool_calls.is_empty() {
         return response.tool_calls.clone();
     }
-    response
-        .text
-        .as_deref()
-        .and_then(|text| tool_call_in_text(text, tools))
-        .into_iter()
-        .collect()
+    let text = response.text.as_deref().unwrap_or_default();
+    let Some(mut call) = tool_call_in_text(text, &request.tools) else {
+        return Vec::new();
+    };
+    // Unique in the conversation, as the wire formats want call ids to be.
+    call.id = format!("text_call_{}", request.messages.len());
+    vec![call]
 }
 
 /// The forced first turn came back without a call (the server did not enforce `tool_choice`):
@@ -250,7 +251,7 @@ async fn tool_reask(
     reask.max_tokens = reask.max_tokens.map(|n| n.min(REASK_MAX_TOKENS));
     let response = cx.deps.llm.chat(&reask).await?;
     batch.usage(response.totals());
-    Ok(tool_calls_of(&response, &request.tools))
+    Ok(tool_calls_of(&response, request))
 }
 
 /// Output limit of the call-only re-ask: room for a call with a page of content, not for the
