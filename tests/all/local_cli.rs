@@ -243,6 +243,30 @@ fn a_weak_model(execute_turn: &str) -> Scenario {
     scenario(&overrides)
 }
 
+/// Runs issue 7 against `llm`, which must exit 0 having written hello.md; the local state
+/// directory (with the history) is handed back.
+fn writes_hello(llm: &LlmServer, wire: Wire) -> TempDir {
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let output = start_issue_7(Some((llm, wire)), &checkout, dir);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+    state
+}
+
+/// The tools of the history's `action` entries, in order.
+fn action_tools(entries: &[replan::history::Entry]) -> Vec<&str> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Action { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 const WRITE_HELLO: &str =
     r#"'{"tool": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}'"#;
 
@@ -260,13 +284,7 @@ fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
     let llm = LlmServer::start(a_weak_model(&format!(
         "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will add the hello file.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {call}\n"
     )));
-    let (_origin, checkout) = checkout();
-    let state = TempDir::new().unwrap();
-    let dir = state.path().to_str().unwrap();
-    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert_eq!(checkout.read("hello.md"), "hello\n");
+    let state = writes_hello(&llm, wire);
 
     let sent = llm.requests();
     let executes: Vec<&Value> = sent
@@ -316,13 +334,7 @@ fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
     assert!(!next.contains("You called no tool"), "{next}");
 
     let entries = history(state.path(), 7);
-    let actions: Vec<&str> = entries
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::Action { tool, .. } => Some(tool.as_str()),
-            _ => None,
-        })
-        .collect();
+    let actions = action_tools(&entries);
     assert_eq!(actions.first(), Some(&"write_file"), "{actions:?}");
     match &entries.last().unwrap().body {
         EntryBody::RunFinished { usage, .. } => assert_eq!(usage.calls as usize, sent.len()),
@@ -338,13 +350,7 @@ fn a_tool_call_written_in_the_reply_text_runs_like_a_native_one(wire: Wire) {
         r#"<tool_call>[{"name": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}]</tool_call>'"#,
         "\n"
     )));
-    let (_origin, checkout) = checkout();
-    let state = TempDir::new().unwrap();
-    let dir = state.path().to_str().unwrap();
-    let output = start_issue_7(Some((&llm, wire)), &checkout, dir);
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert_eq!(checkout.read("hello.md"), "hello\n");
+    let state = writes_hello(&llm, wire);
     let sent = llm.requests();
     assert!(
         !sent
@@ -353,13 +359,7 @@ fn a_tool_call_written_in_the_reply_text_runs_like_a_native_one(wire: Wire) {
         "a call in the text needs no re-ask"
     );
     let entries = history(state.path(), 7);
-    let tools: Vec<&str> = entries
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::Action { tool, .. } => Some(tool.as_str()),
-            _ => None,
-        })
-        .collect();
+    let tools = action_tools(&entries);
     assert_eq!(tools.first(), Some(&"write_file"), "{tools:?}");
     assert!(!tools.contains(&"run_shell"), "{tools:?}");
 }
