@@ -71,15 +71,17 @@ def proxy(port, upstream, log_path, seconds):
             except OSError as error:
                 status, data, kind = 502, json.dumps({"error": {"message": str(error)}}).encode(), "application/json"
             if counted:
-                finish = None
+                finish, text, calls = None, None, None
                 try:
                     reply_json = json.loads(data)
                     choices = reply_json.get("choices") or [{}]
                     finish = choices[0].get("finish_reason") or reply_json.get("stop_reason")
-                except (ValueError, AttributeError):
+                    text, calls = reply_text(reply_json)
+                except (ValueError, AttributeError, TypeError):
                     pass
                 write({"n": n, "event": "reply", "status": status, "finish": finish,
-                       "ms": int((time.monotonic() - started) * 1000)})
+                       "ms": int((time.monotonic() - started) * 1000),
+                       "text": text, "tool_calls": calls})
             try:
                 self.send_response(status)
                 self.send_header("content-type", kind or "application/json")
@@ -90,6 +92,20 @@ def proxy(port, upstream, log_path, seconds):
                 pass  # the client gave up (its time-out); the request is counted all the same
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+def reply_text(reply):
+    """The reply's text (first 2000 characters) and tool calls, in either wire format, so a run
+    can be read afterwards: what the model answered, not only how it ended."""
+    message = ((reply.get("choices") or [{}])[0]).get("message") or {}
+    text = message.get("content")
+    calls = [c.get("function") for c in message.get("tool_calls") or []]
+    for block in reply.get("content") or []:
+        if block.get("type") == "text":
+            text = (text or "") + block.get("text", "")
+        elif block.get("type") == "tool_use":
+            calls.append({"name": block.get("name"), "arguments": block.get("input")})
+    return (text[:2000] if isinstance(text, str) else None), calls
 
 
 def wire(path):

@@ -23,8 +23,10 @@ pub struct LlmConfig {
     pub headers: BTreeMap<String, String>,
     pub timeout_seconds: u64,
     pub max_retries: u32,
-    /// How structured replies are asked for: `auto` (probe once per run), `tool` (a forced tool
-    /// call), `json_schema` / `json_object` (OpenAI `response_format`), `prompt` (the schema in the
+    /// How structured replies are asked for: `auto` (probe once per run: `json_schema`, or a
+    /// forced tool call in the Anthropic format; `prompt` for the rest of the run when the server
+    /// refuses `response_format` or answers a forced call in text), `tool` (a forced tool call),
+    /// `json_schema` / `json_object` (OpenAI `response_format`), `prompt` (the schema in the
     /// prompt only). `true` / `false` are read as `auto` / `prompt`.
     pub structured_output: StructuredOutput,
     /// Output token limit of each kind of call, sent with every request.
@@ -116,7 +118,8 @@ impl<'de> Deserialize<'de> for StructuredOutput {
 }
 
 /// Output tokens per kind of call. A reply cut off at its limit is re-asked once, shorter, with
-/// the limit doubled up to `ceiling`; past the ceiling it counts as an invalid reply.
+/// the limit doubled up to `ceiling` and to what the cut-off call showed the server writes within
+/// `timeout_seconds`; with no room above the limit it counts as an invalid reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MaxOutputTokens {

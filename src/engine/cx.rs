@@ -129,6 +129,7 @@ impl Cx<'_> {
         request.response_schema = Some(compact_schema(schema_for::<T>()));
         let opts = StructuredOptions {
             output_ceiling: self.cfg().llm.max_output_tokens.ceiling,
+            call_seconds: Some(self.cfg().llm.timeout_seconds),
             tool_names: self.deps.tools.names().map(str::to_string).collect(),
             ..StructuredOptions::default()
         };

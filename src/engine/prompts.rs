@@ -94,6 +94,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../prompts/quality_judge.md"),
     ),
     ("execute", include_str!("../../prompts/execute.md")),
+    (
+        "execute_tool_reask",
+        include_str!("../../prompts/execute_tool_reask.md"),
+    ),
     ("reflection", include_str!("../../prompts/reflection.md")),
     ("task_judge", include_str!("../../prompts/task_judge.md")),
     ("task_split", include_str!("../../prompts/task_split.md")),

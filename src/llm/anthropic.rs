@@ -2,6 +2,7 @@
 //! caching; structured output is a forced call of a tool whose input schema is the reply schema.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,7 +34,8 @@ pub struct AnthropicSettings {
     pub retry: RetryPolicy,
     /// `tool` and `auto` force a call of a tool whose input is the reply; the Messages format
     /// has no `response_format`, so `json_schema`, `json_object` and `prompt` leave the schema to
-    /// the prompt and read the JSON out of the text.
+    /// the prompt, start the reply with `{` (prefill) and read the JSON out of the text. `auto`
+    /// turns into `prompt` when the server answers a forced call in text.
     pub structured_output: StructuredOutput,
     pub max_reply_bytes: u64,
 }
@@ -53,7 +55,10 @@ pub struct Anthropic {
     model: String,
     http: HttpClient,
     headers: HeaderMap,
-    forced_tool: bool,
+    /// Structured replies are a forced tool call (`tool`, `auto`); cleared for the rest of the
+    /// run when `auto` meets a server that answers a forced call in text (llama-server).
+    forced_tool: AtomicBool,
+    auto: bool,
 }
 
 pub fn messages_url(base: &str) -> String {
@@ -85,10 +90,11 @@ impl Anthropic {
             model: settings.model,
             http,
             headers,
-            forced_tool: matches!(
+            forced_tool: AtomicBool::new(matches!(
                 settings.structured_output,
                 StructuredOutput::Tool | StructuredOutput::Auto
-            ),
+            )),
+            auto: settings.structured_output == StructuredOutput::Auto,
         })
     }
 
@@ -107,6 +113,10 @@ impl Anthropic {
             );
         }
         let mut messages = wire_messages(&request.messages);
+        if let Some(prefill) = self.prefill(request) {
+            messages
+                .push(json!({"role": "assistant", "content": [{"type": "text", "text": prefill}]}));
+        }
         // Cache the conversation so far: the next turn of a tool loop repeats all of it.
         if let Some(block) = messages
             .last_mut()
@@ -150,11 +160,22 @@ impl Anthropic {
         Value::Object(body)
     }
 
+    /// A prefilled reply is text: forcing a tool call would contradict it, so the schema is then
+    /// left to the prompt.
     fn forced_schema<'a>(&self, request: &'a ChatRequest) -> Option<&'a super::ResponseSchema> {
         request
             .response_schema
             .as_ref()
-            .filter(|_| self.forced_tool)
+            .filter(|_| self.forced_tool.load(Ordering::Relaxed) && request.prefill.is_none())
+    }
+
+    /// The start of the reply handed to the model: the request's, else `{` for a structured
+    /// reply left to the prompt (the Messages API's way to get JSON without a forced tool).
+    fn prefill(&self, request: &ChatRequest) -> Option<String> {
+        request.prefill.clone().or_else(|| {
+            (request.response_schema.is_some() && self.forced_schema(request).is_none())
+                .then(|| "{".to_string())
+        })
     }
 }
 
@@ -212,6 +233,18 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
 
 fn number(value: Option<&Value>) -> u64 {
     value.and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A reply with text and no tool call at all.
+fn answered_in_text(reply: &Value) -> bool {
+    let blocks = reply.get("content").and_then(Value::as_array);
+    let has = |kind: &str| {
+        blocks.is_some_and(|b| {
+            b.iter()
+                .any(|block| block.get("type").and_then(Value::as_str) == Some(kind))
+        })
+    };
+    has("text") && !has("tool_use")
 }
 
 /// Reads a Messages reply; `forced_tool` is the structured-output tool whose input is the reply.
@@ -312,7 +345,7 @@ impl Llm for Anthropic {
 
     fn structured_output(&self) -> Option<StructuredOutput> {
         // `auto` is the forced tool call here: the messages API has no response_format to probe.
-        Some(if self.forced_tool {
+        Some(if self.forced_tool.load(Ordering::Relaxed) {
             StructuredOutput::Tool
         } else {
             StructuredOutput::Prompt
@@ -326,7 +359,24 @@ impl Llm for Anthropic {
             .post_json(&self.url, &self.headers, &body, &request.purpose)
             .await?;
         let forced = self.forced_schema(request).map(|s| s.name.as_str());
-        parse_message(&reply, forced, &self.model)
+        let prefill = self.prefill(request);
+        let mut response = parse_message(&reply, forced, &self.model)?;
+        if self.auto && forced.is_some() && answered_in_text(&reply) {
+            // A forced call never comes with text: this server does not enforce tool_choice.
+            tracing::warn!(purpose = %request.purpose,
+                "structured output: the server answered a forced tool call in text; using `prompt` for the rest of the run");
+            self.forced_tool.store(false, Ordering::Relaxed);
+        }
+        if let Some(prefill) = &prefill {
+            // The API answers with the continuation only (llama-server repeats the prefill).
+            let text = response.text.take().unwrap_or_default();
+            response.text = Some(if text.starts_with(prefill.as_str()) {
+                text
+            } else {
+                format!("{prefill}{text}")
+            });
+        }
+        Ok(response)
     }
 }
 

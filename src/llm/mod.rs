@@ -9,6 +9,7 @@ pub(crate) mod openai;
 pub mod scenario;
 pub(crate) mod scripted;
 pub(crate) mod structured;
+pub(crate) mod text_tool_call;
 pub(crate) mod types;
 
 pub use budget::{Budgeted, usage_totals};
@@ -18,6 +19,7 @@ pub use structured::{
     Extraction, StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json,
     locate_json, parse_reply, schema_for,
 };
+pub use text_tool_call::{tool_call_in_text, tool_call_schema};
 pub use types::*;
 
 use async_trait::async_trait;

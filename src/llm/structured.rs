@@ -32,6 +32,10 @@ pub struct StructuredOptions {
     pub cutoff_prompt: String,
     /// Highest output limit a cut-off re-ask may ask for (`llm.max_output_tokens.ceiling`).
     pub output_ceiling: u32,
+    /// How long one call may take (`llm.timeout_seconds`): a cut-off re-ask asks for no more
+    /// tokens than the cut-off call showed the server writes in that time (a slow CPU server
+    /// otherwise times out on the raised limit).
+    pub call_seconds: Option<u64>,
     /// The tools of this run: every `tool` string field of the schema becomes an enum of them,
     /// so a constrained server cannot invent one and a weak model sees the real names.
     pub tool_names: Vec<String>,
@@ -45,6 +49,7 @@ impl Default for StructuredOptions {
             reask_prompt: REASK_PROMPT.to_string(),
             cutoff_prompt: CUTOFF_PROMPT.to_string(),
             output_ceiling: DEFAULT_OUTPUT_CEILING,
+            call_seconds: None,
             tool_names: Vec::new(),
         }
     }
@@ -144,6 +149,18 @@ pub fn constrain_schema(schema: &mut serde_json::Value, tool_names: &[String]) {
             .iter_mut()
             .for_each(|item| constrain_schema(item, tool_names)),
         _ => {}
+    }
+}
+
+/// Tokens the server writes in `seconds` at the pace of this reply (prompt time included, so
+/// on the safe side), with a tenth to spare; unbounded when the pace is unknown.
+fn tokens_in_time(usage: &TokenUsage, attempts: &Attempts, seconds: Option<u64>) -> u32 {
+    match seconds {
+        Some(seconds) if usage.completion_tokens > 0 && attempts.wall_ms > 0 => {
+            let per_ms = usage.completion_tokens as f64 / attempts.wall_ms as f64;
+            (per_ms * seconds as f64 * 900.0).min(f64::from(u32::MAX)) as u32
+        }
+        _ => u32::MAX,
     }
 }
 
@@ -393,6 +410,7 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
             // An unmetered provider: one call.
             these.calls = 1;
         }
+        let fits_in_time = tokens_in_time(&response.usage, &these, opts.call_seconds);
         usage.add(&response.usage);
         cost_usd += response.cost_usd;
         let raw = response.text.unwrap_or_default();
@@ -427,7 +445,12 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
         attempts.add(&these.all_wasted());
         let raised = request
             .max_tokens
-            .map(|limit| limit.saturating_mul(2).min(opts.output_ceiling))
+            .map(|limit| {
+                limit
+                    .saturating_mul(2)
+                    .min(opts.output_ceiling)
+                    .min(fits_in_time)
+            })
             .filter(|raised| request.max_tokens.is_some_and(|limit| *raised > limit));
         let can_reask = opts.reask && first_error.is_none();
         if can_reask
@@ -479,7 +502,7 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ScriptedLlm;
+    use crate::llm::{ChatResponse, ScriptedLlm};
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
@@ -747,6 +770,62 @@ steps:
             .unwrap();
         assert_eq!(reply.value.unwrap_err().raw_reply, "nope");
         assert_eq!(reply.calls, 1);
+    }
+
+    /// A slow server: every reply is cut off after 1000 tokens written in 60 s.
+    struct SlowCutOff(std::sync::Mutex<Vec<Option<u32>>>);
+
+    #[async_trait::async_trait]
+    impl Llm for SlowCutOff {
+        fn describe(&self) -> String {
+            "slow".into()
+        }
+        async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.0.lock().unwrap().push(request.max_tokens);
+            Ok(ChatResponse {
+                text: Some("{\"should_replan\": tr".into()),
+                tool_calls: vec![],
+                usage: TokenUsage {
+                    completion_tokens: 1000,
+                    ..Default::default()
+                },
+                finish_reason: FinishReason::Length,
+                model: "slow".into(),
+                cost_usd: 0.0,
+                attempts: Attempts {
+                    calls: 1,
+                    wall_ms: 60_000,
+                    ..Default::default()
+                },
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cut_off_reask_asks_no_more_than_the_server_writes_before_the_time_out() {
+        let ask = |max_tokens: u32, call_seconds: Option<u64>| async move {
+            let llm = SlowCutOff(Default::default());
+            let request = ChatRequest {
+                max_tokens: Some(max_tokens),
+                ..Default::default()
+            };
+            let opts = StructuredOptions {
+                call_seconds,
+                ..Default::default()
+            };
+            let reply = ask_json::<Decision>(&llm, request, &opts).await.unwrap();
+            (llm.0.into_inner().unwrap(), reply.value.unwrap_err().error)
+        };
+        // 1000 tokens a minute: 120 s fit 2000, less a tenth.
+        let (limits, _) = ask(1024, Some(120)).await;
+        assert_eq!(limits, [Some(1024), Some(1800)]);
+        // No room above the limit: no re-ask that could only time out.
+        let (limits, error) = ask(2048, Some(120)).await;
+        assert_eq!(limits, [Some(2048)]);
+        assert!(error.contains("no room to raise the limit"), "{error}");
+        // Without a time-out the ceiling alone bounds it.
+        let (limits, _) = ask(1024, None).await;
+        assert_eq!(limits, [Some(1024), Some(2048)]);
     }
 
     #[tokio::test]

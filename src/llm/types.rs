@@ -118,6 +118,10 @@ pub struct ChatRequest {
     /// a small model otherwise answers a subtask's first turn in prose and never acts; servers
     /// such as llama-server turn it into a grammar the model has to follow.
     pub require_tool_call: bool,
+    /// The start of the reply, written for the model (Anthropic's prefilled assistant turn): a
+    /// model that ignores "reply with only JSON" still continues the JSON it was handed. The
+    /// reply's text includes it. The chat-completions format has no prefill and ignores it.
+    pub prefill: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

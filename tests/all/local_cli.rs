@@ -183,10 +183,19 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         .sum();
     assert_eq!(counted as usize, sent.len());
     // The structured-output mode `auto` settled on is recorded: the scripted OpenAI-format
-    // server accepts response_format; the Anthropic format forces a tool call.
+    // server accepts response_format; in the Anthropic format the weak model answered the forced
+    // tool call in prose (as llama-server lets it), so `auto` moved to `prompt`, whose
+    // structured requests force no tool and start the reply with `{`.
     let mode = match wire {
         Wire::OpenAi => "json_schema",
-        Wire::Anthropic => "tool",
+        Wire::Anthropic => {
+            let last = sent.last().unwrap();
+            assert_eq!(last.body.get("tool_choice"), None, "{}", last.body);
+            let prefill = last.body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(prefill["role"], "assistant", "{}", last.body);
+            assert_eq!(prefill["content"][0]["text"], "{", "{}", last.body);
+            "prompt"
+        }
     };
     let finished = entries.last().unwrap();
     match &finished.body {
@@ -220,6 +229,139 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         shown.contains(&format!("(structured output: {mode})")),
         "{shown}"
     );
+}
+
+/// A server that does not enforce `tool_choice` (llama-server's Anthropic endpoint, or a chat
+/// template without tool syntax): the forced first turn comes back as prose. The call is asked
+/// once more as a structured reply whose schema only allows complete calls of the offered tools,
+/// and the call the model writes as JSON text runs through the registry like a native one.
+fn a_weak_model(execute_turn: &str) -> Scenario {
+    let prose = format!(
+        "  - when: {{ contains: \"{PLANNING}\" }}\n    reply: \"I would write a hello file using tool_name.\"\n"
+    );
+    let overrides = format!("steps:\n{}{execute_turn}", prose.repeat(7));
+    scenario(&overrides)
+}
+
+/// Runs issue 7 against `llm`, which must exit 0 having written hello.md; the local state
+/// directory (with the history) is handed back.
+fn writes_hello(llm: &LlmServer, wire: Wire) -> TempDir {
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let output = start_issue_7(Some((llm, wire)), &checkout, dir);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(checkout.read("hello.md"), "hello\n");
+    state
+}
+
+/// The tools of the history's `action` entries, in order.
+fn action_tools(entries: &[replan::history::Entry]) -> Vec<&str> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Action { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+const WRITE_HELLO: &str =
+    r#"'{"tool": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}'"#;
+
+both_wires!(
+    a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone,
+    a_tool_call_written_in_the_reply_text_runs_like_a_native_one
+);
+
+fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
+    // The Messages API answers a prefilled turn with the continuation only.
+    let call = match wire {
+        Wire::OpenAi => WRITE_HELLO.to_string(),
+        Wire::Anthropic => WRITE_HELLO.replacen(r#"{"tool": ""#, "", 1),
+    };
+    let llm = LlmServer::start(a_weak_model(&format!(
+        "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will add the hello file.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {call}\n"
+    )));
+    let state = writes_hello(&llm, wire);
+
+    let sent = llm.requests();
+    let executes: Vec<&Value> = sent
+        .iter()
+        .filter(|r| r.texts().join("\n").contains("Execute subtask `t1`"))
+        .map(|r| &r.body)
+        .collect();
+    let (forced, reask) = (executes[0], executes[1]);
+    assert!(
+        serde_json::to_string(reask)
+            .unwrap()
+            .contains("You called no tool"),
+        "{reask}"
+    );
+    assert!(reask["max_tokens"].as_u64().is_some_and(|n| n <= 4096));
+    // The re-ask constrains the reply to a complete call of an offered tool where the format
+    // can (OpenAI json_schema, a grammar on llama-server) and hands the model the start of the
+    // call where it cannot (Anthropic prefill; a forced tool would contradict it).
+    let offered: Vec<&Value> = forced["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.pointer("/function/name").unwrap_or(&t["name"]))
+        .collect();
+    assert!(!offered.is_empty());
+    assert_eq!(reask.get("tool_choice"), None, "{reask}");
+    match wire {
+        Wire::OpenAi => {
+            let schema = &reask["response_format"]["json_schema"]["schema"];
+            let names: Vec<&Value> = schema["anyOf"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{schema}"))
+                .iter()
+                .map(|b| &b["properties"]["tool"]["enum"][0])
+                .collect();
+            assert_eq!(names, offered);
+        }
+        Wire::Anthropic => {
+            let last = reask["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(last["role"], "assistant", "{reask}");
+            assert_eq!(last["content"][0]["text"], r#"{"tool": ""#, "{reask}");
+        }
+    }
+    // The prose reply is not sent back: the next turn continues from the call.
+    let next = serde_json::to_string(executes[2]).unwrap();
+    assert!(!next.contains("I will add the hello file"), "{next}");
+    assert!(!next.contains("You called no tool"), "{next}");
+
+    let entries = history(state.path(), 7);
+    let actions = action_tools(&entries);
+    assert_eq!(actions.first(), Some(&"write_file"), "{actions:?}");
+    match &entries.last().unwrap().body {
+        EntryBody::RunFinished { usage, .. } => assert_eq!(usage.calls as usize, sent.len()),
+        other => panic!("the last entry is {other:?}"),
+    }
+}
+
+fn a_tool_call_written_in_the_reply_text_runs_like_a_native_one(wire: Wire) {
+    // Only offered tools run, through the same registry: an unknown one is prose, not a call.
+    let llm = LlmServer::start(a_weak_model(concat!(
+        "  - when: { contains: \"Execute subtask `t1`\" }\n",
+        r#"    reply: '<tool_call>[{"name": "run_shell", "arguments": {}}]</tool_call> or "#,
+        r#"<tool_call>[{"name": "write_file", "arguments": {"path": "hello.md", "content": "hello\n"}}]</tool_call>'"#,
+        "\n"
+    )));
+    let state = writes_hello(&llm, wire);
+    let sent = llm.requests();
+    assert!(
+        !sent
+            .iter()
+            .any(|r| r.texts().join("\n").contains("You called no tool")),
+        "a call in the text needs no re-ask"
+    );
+    let entries = history(state.path(), 7);
+    let tools = action_tools(&entries);
+    assert_eq!(tools.first(), Some(&"write_file"), "{tools:?}");
+    assert!(!tools.contains(&"run_shell"), "{tools:?}");
 }
 
 #[test]

@@ -11,7 +11,10 @@ use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_forma
 use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
-use crate::llm::{ChatRequest, Message};
+use crate::llm::{
+    ChatRequest, ChatResponse, Message, ResponseSchema, ToolCall, tool_call_in_text,
+    tool_call_schema,
+};
 use crate::plan::{ReplanDecision, ReplanTrigger};
 use crate::tools::{ToolError, ToolErrorKind};
 use sha2::{Digest, Sha256};
@@ -80,9 +83,14 @@ async fn tool_loop(
     let mut owed: Option<Owed> = None;
     for _turn in 0..MAX_TOOL_TURNS {
         let response = cx.deps.llm.chat(&request).await?;
+        let forced = request.require_tool_call;
         // Only the first turn must act; later ones may give the final answer.
         request.require_tool_call = false;
         batch.usage(response.totals());
+        let calls = match tool_calls_of(&response, &request) {
+            calls if calls.is_empty() && forced => tool_reask(cx, batch, &request, task_id).await?,
+            calls => calls,
+        };
         let turn = if folded {
             FoldedTurn::parse(response.text.as_deref())
         } else {
@@ -92,7 +100,7 @@ async fn tool_loop(
             match settle(cx, batch, &request, task_id, version, o, &turn, fx).await? {
                 Settled::Go => {}
                 Settled::Stop(end) => return Ok(end),
-                Settled::Retry if response.tool_calls.is_empty() => {
+                Settled::Retry if calls.is_empty() => {
                     request
                         .messages
                         .push(Message::assistant(response.text.unwrap_or_default()));
@@ -103,15 +111,24 @@ async fn tool_loop(
                 Settled::Retry => {}
             }
         }
-        if response.tool_calls.is_empty() {
+        if calls.is_empty() {
             let text = response.text.unwrap_or_default();
             return Ok(AttemptEnd::Judge(
                 turn.report.clone().unwrap_or(text),
                 turn.verdict,
             ));
         }
-        request.messages.push(response.as_message());
-        for call in &response.tool_calls {
+        // A call read from the text is sent back as a native call: the text would repeat it.
+        let content = if response.tool_calls.is_empty() {
+            String::new()
+        } else {
+            response.text.clone().unwrap_or_default()
+        };
+        request.messages.push(Message {
+            tool_calls: calls.clone(),
+            ..Message::assistant(content)
+        });
+        for call in &calls {
             let t0 = (cx.deps.clock)();
             let result = cx.deps.tools.call(&call.name, call.arguments.clone()).await;
             let duration_ms = ((cx.deps.clock)() - t0).num_milliseconds().max(0) as u64;
@@ -183,6 +200,61 @@ async fn tool_loop(
         None,
     ))
 }
+
+/// The reply's tool calls: native ones, else one written in its text (see `text_tool_call`).
+fn tool_calls_of(response: &ChatResponse, request: &ChatRequest) -> Vec<ToolCall> {
+    if !response.tool_calls.is_empty() {
+        return response.tool_calls.clone();
+    }
+    let text = response.text.as_deref().unwrap_or_default();
+    let Some(mut call) = tool_call_in_text(text, &request.tools) else {
+        return Vec::new();
+    };
+    // Unique in the conversation, as the wire formats want call ids to be.
+    call.id = format!("text_call_{}", request.messages.len());
+    vec![call]
+}
+
+/// The forced first turn came back without a call (the server did not enforce `tool_choice`):
+/// ask once more for the call alone as a structured reply, whose schema allows only complete
+/// calls of the offered tools (a grammar on llama-server). The prose reply is left out of the
+/// conversation, so the prompt prefix stays the cached one.
+async fn tool_reask(
+    cx: &Cx<'_>,
+    batch: &mut Batch,
+    request: &ChatRequest,
+    task_id: &str,
+) -> Result<Vec<ToolCall>, CycleError> {
+    let example = request
+        .tools
+        .iter()
+        .find(|t| EXPLORING_TOOLS.contains(&t.name.as_str()))
+        .or(request.tools.first())
+        .map(|t| format!(r#"{{"tool": "{}", "arguments": {{}}}}"#, t.name))
+        .unwrap_or_default();
+    let mut reask = request.clone();
+    reask.purpose = format!("{}.tool_reask", request.purpose);
+    reask.messages.push(Message::user(cx.render(
+        "execute_tool_reask",
+        &[("task_id", task_id), ("example", &example)],
+    )?));
+    reask.response_schema = Some(ResponseSchema {
+        name: "tool_call".into(),
+        schema: tool_call_schema(&request.tools),
+    });
+    // Where no schema is enforced (llama-server's Anthropic endpoint), a model that answered
+    // the forced turn in prose still continues a call it was handed the start of.
+    reask.prefill = Some(r#"{"tool": ""#.into());
+    // Only the call: a reply that runs on past it is not worth the execute limit.
+    reask.max_tokens = reask.max_tokens.map(|n| n.min(REASK_MAX_TOKENS));
+    let response = cx.deps.llm.chat(&reask).await?;
+    batch.usage(response.totals());
+    Ok(tool_calls_of(&response, request))
+}
+
+/// Output limit of the call-only re-ask: room for a call with a page of content, not for the
+/// prose a small model runs on with after it.
+const REASK_MAX_TOKENS: u32 = 512;
 
 const RETRY: &str =
     "The last action should be retried: call the tool again (the error looked transient).";
