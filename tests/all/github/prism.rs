@@ -216,17 +216,16 @@ async fn client_calls(fake: &FakeGitHub, api_url: &str) {
     forge.update_comment(at, "v2").await.unwrap();
     forge.comment(at).await.unwrap().unwrap();
     forge.comments(&thread).await.unwrap();
-    forge
-        .react(ReactionTarget::on_thread(&thread), Reaction::Eyes)
-        .await
-        .unwrap();
-    forge
-        .react(
+    let targets = [
+        (ReactionTarget::on_thread(&thread), Reaction::Eyes),
+        (
             ReactionTarget::on_comment(&thread, &posted.id),
             Reaction::ThumbsUp,
-        )
-        .await
-        .unwrap();
+        ),
+    ];
+    for (target, reaction) in targets {
+        forge.react(target, reaction).await.unwrap();
+    }
     forge.permission("alice").await.unwrap();
     forge.permission("nobody-here").await.unwrap();
 
