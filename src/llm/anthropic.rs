@@ -98,7 +98,7 @@ impl Anthropic {
         })
     }
 
-    fn body(&self, request: &ChatRequest) -> Value {
+    fn body(&self, request: &ChatRequest, shape: &ReplyShape) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert(
@@ -113,7 +113,7 @@ impl Anthropic {
             );
         }
         let mut messages = wire_messages(&request.messages);
-        if let Some(prefill) = self.prefill(request) {
+        if let Some(prefill) = &shape.prefill {
             messages
                 .push(json!({"role": "assistant", "content": [{"type": "text", "text": prefill}]}));
         }
@@ -137,7 +137,7 @@ impl Anthropic {
         if let Some(last) = tools.last_mut().and_then(Value::as_object_mut) {
             last.insert("cache_control".into(), json!({"type": "ephemeral"}));
         }
-        if let Some(schema) = self.forced_schema(request) {
+        if let Some(schema) = shape.forced {
             tools.push(json!({
                 "name": schema.name,
                 "description": "Give your reply by calling this tool; its input is the reply.",
@@ -160,23 +160,30 @@ impl Anthropic {
         Value::Object(body)
     }
 
-    /// A prefilled reply is text: forcing a tool call would contradict it, so the schema is then
-    /// left to the prompt.
-    fn forced_schema<'a>(&self, request: &'a ChatRequest) -> Option<&'a super::ResponseSchema> {
-        request
+    /// How `request` asks for its reply, read once so that the body sent and the reply read
+    /// agree even when a concurrent subtask's reply switches `auto` to `prompt` in between.
+    fn reply_shape<'a>(&self, request: &'a ChatRequest) -> ReplyShape<'a> {
+        // A prefilled reply is text: forcing a tool call would contradict it, so the schema is
+        // then left to the prompt.
+        let forced = request
             .response_schema
             .as_ref()
-            .filter(|_| self.forced_tool.load(Ordering::Relaxed) && request.prefill.is_none())
+            .filter(|_| self.forced_tool.load(Ordering::Relaxed) && request.prefill.is_none());
+        // The request's prefill, else `{` for a structured reply left to the prompt (the
+        // Messages API's way to get JSON without a forced tool).
+        let prefill = request.prefill.clone().or_else(|| {
+            (request.response_schema.is_some() && forced.is_none()).then(|| "{".to_string())
+        });
+        ReplyShape { forced, prefill }
     }
+}
 
-    /// The start of the reply handed to the model: the request's, else `{` for a structured
-    /// reply left to the prompt (the Messages API's way to get JSON without a forced tool).
-    fn prefill(&self, request: &ChatRequest) -> Option<String> {
-        request.prefill.clone().or_else(|| {
-            (request.response_schema.is_some() && self.forced_schema(request).is_none())
-                .then(|| "{".to_string())
-        })
-    }
+/// How one request asks for its structured reply.
+struct ReplyShape<'a> {
+    /// The tool whose input is the reply, when the reply is a forced call.
+    forced: Option<&'a super::ResponseSchema>,
+    /// The start of the reply handed to the model.
+    prefill: Option<String>,
 }
 
 fn blocks_of(message: &Message) -> (&'static str, Vec<Value>) {
@@ -353,13 +360,13 @@ impl Llm for Anthropic {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.body(request);
+        let shape = self.reply_shape(request);
+        let body = self.body(request, &shape);
         let reply = self
             .http
             .post_json(&self.url, &self.headers, &body, &request.purpose)
             .await?;
-        let forced = self.forced_schema(request).map(|s| s.name.as_str());
-        let prefill = self.prefill(request);
+        let forced = shape.forced.map(|s| s.name.as_str());
         let mut response = parse_message(&reply, forced, &self.model)?;
         if self.auto && forced.is_some() && answered_in_text(&reply) {
             // A forced call never comes with text: this server does not enforce tool_choice.
@@ -367,7 +374,7 @@ impl Llm for Anthropic {
                 "structured output: the server answered a forced tool call in text; using `prompt` for the rest of the run");
             self.forced_tool.store(false, Ordering::Relaxed);
         }
-        if let Some(prefill) = &prefill {
+        if let Some(prefill) = &shape.prefill {
             // The API answers with the continuation only (llama-server repeats the prefill).
             let text = response.text.take().unwrap_or_default();
             response.text = Some(if text.starts_with(prefill.as_str()) {
@@ -441,7 +448,8 @@ mod tests {
             }),
             ..Default::default()
         };
-        let body = client().body(&request);
+        let client = client();
+        let body = client.body(&request, &client.reply_shape(&request));
         assert_eq!(
             body["system"][0]["cache_control"],
             json!({"type": "ephemeral"})
