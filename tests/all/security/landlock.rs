@@ -23,14 +23,39 @@ fn landlock_at_least(min: i32, test: &str) -> bool {
     true
 }
 
+/// A directory outside the workspace and outside the temp dir the sandbox lets commands write
+/// to: the cargo target's own temp dir, unless the checkout itself lies in the temp dir (a clone
+/// in /tmp), then /var/tmp or the home directory.
+fn outside_dir() -> tempfile::TempDir {
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    let candidates = [
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some("/var/tmp".into()),
+        std::env::var_os("HOME").map(Into::into),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .filter(|dir| !dir.starts_with(&temp))
+        .find_map(|dir| tempfile::tempdir_in(dir).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no writable directory outside the temp dir {} to test the sandbox with: \
+                 set TMPDIR to a directory of its own",
+                temp.display()
+            )
+        })
+}
+
 #[tokio::test]
 async fn a_command_writes_in_the_workspace_and_temp_dir_only() {
     if !landlock_at_least(1, "a_command_writes_in_the_workspace_and_temp_dir_only") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // Outside the workspace and outside $TMPDIR: the cargo target's own temp dir.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir();
     let escaped = outside.path().join("escaped.txt");
     let in_temp = std::env::temp_dir().join(format!("replan-probe-{}", fastrand::u64(..)));
     let tools = tools_for(dir.path(), allowing(&["sh -c *"]), |_| {}).await;
@@ -115,7 +140,7 @@ async fn an_mcp_server_starts_in_the_workspace_under_the_same_sandbox() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir();
     let escaped = outside.path().join("escaped.txt");
     // A wrapper that tries to write outside, marks where it started, then serves MCP (from a
     // copy in the workspace: the sandbox lets it execute only from readable places).
