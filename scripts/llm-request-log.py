@@ -9,7 +9,8 @@ server saw": a request is logged when it arrives (a call the client gave up on s
 its reply's finish reason once the server answers. SECONDS (default 120, as `llm.timeout_seconds`)
 is how long it waits for the server: the proxy cannot see the client hang up, and closing the
 upstream connection is what makes llama-server drop an abandoned generation (with one slot, the
-next request would wait behind it). `check` prints, per format, the requests, how
+next request would wait behind it). A streamed reply (server-sent events) is passed on line by
+line, and its upstream connection closed as soon as the client hangs up. `check` prints, per format, the requests, how
 many carried no output limit, and how many cut-off replies were re-sent as a JSON-equal body; it
 exits 1 when either of the last two is not zero.
 """
@@ -65,7 +66,11 @@ def proxy(port, upstream, log_path, seconds):
             started = time.monotonic()
             try:
                 with urllib.request.urlopen(request, timeout=seconds) as reply:
-                    status, data, kind = reply.status, reply.read(), reply.headers.get("content-type")
+                    kind = reply.headers.get("content-type")
+                    if (kind or "").startswith("text/event-stream"):
+                        self.stream(n, counted, reply, started)
+                        return
+                    status, data = reply.status, reply.read()
             except urllib.error.HTTPError as error:
                 status, data, kind = error.code, error.read(), error.headers.get("content-type")
             except OSError as error:
@@ -91,7 +96,58 @@ def proxy(port, upstream, log_path, seconds):
             except OSError:
                 pass  # the client gave up (its time-out); the request is counted all the same
 
+        def stream(self, n, counted, reply, started):
+            """Server-sent events passed on line by line as they come; when the client hangs up
+            (it read what it needed), the upstream connection is closed too, which is what makes
+            llama-server stop generating. The log line says `client_closed` then."""
+            finish, text, closed = None, "", False
+            try:
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.headers.get("content-type"))
+                self.send_header("connection", "close")
+                self.end_headers()
+            except OSError:
+                closed = True
+            while not closed:
+                try:
+                    line = reply.readline()
+                except OSError:
+                    break
+                if not line:
+                    break
+                if line.startswith(b"data:"):
+                    try:
+                        event = json.loads(line[5:])
+                        finish = event_finish(event) or finish
+                        text += event_text(event)
+                    except (ValueError, AttributeError, TypeError):
+                        pass
+                try:
+                    self.wfile.write(line)
+                    self.wfile.flush()
+                except OSError:
+                    closed = True
+            self.close_connection = True
+            reply.close()
+            if counted:
+                write({"n": n, "event": "reply", "status": reply.status, "stream": True,
+                       "finish": finish, "client_closed": closed,
+                       "ms": int((time.monotonic() - started) * 1000),
+                       "text": text[:2000], "tool_calls": []})
+
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+def event_finish(event):
+    """The finish reason a streamed event carries (Anthropic `message_delta`, OpenAI chunk)."""
+    if event.get("type") == "message_delta":
+        return (event.get("delta") or {}).get("stop_reason")
+    return ((event.get("choices") or [{}])[0]).get("finish_reason")
+
+
+def event_text(event):
+    delta = event.get("delta") or ((event.get("choices") or [{}])[0]).get("delta") or {}
+    return delta.get("text") or delta.get("content") or ""
 
 
 def reply_text(reply):
@@ -117,7 +173,7 @@ def wire(path):
 
 
 def check(log_path):
-    requests, finishes = {}, {}
+    requests, finishes, closed = {}, {}, set()
     with open(log_path, encoding="utf-8") as log:
         for line in log:
             entry = json.loads(line)
@@ -125,6 +181,8 @@ def check(log_path):
                 requests[entry["n"]] = entry
             else:
                 finishes[entry["n"]] = entry.get("finish")
+                if entry.get("client_closed"):
+                    closed.add(entry["n"])
     bad = 0
     for kind in ("openai", "anthropic"):
         seen = [requests[n] for n in sorted(requests) if wire(requests[n]["path"]) == kind]
@@ -136,7 +194,9 @@ def check(log_path):
                      and earlier["body"] == later["body"]]
         cut_off = sum(1 for r in seen if finishes.get(r["n"]) in ("length", "max_tokens"))
         limits = sorted({(r["body"] or {}).get("max_tokens") for r in seen} - {None})
+        early = sum(1 for r in seen if r["n"] in closed)
         print(f"{kind}: {len(seen)} requests the server saw, {cut_off} replies cut off, "
+              f"{early} streamed replies read only in part, "
               f"{len(unbounded)} without an output limit, {len(identical)} cut-off replies re-sent "
               f"identically; output limits sent: {limits}")
         bad += len(unbounded) + len(identical)

@@ -10,7 +10,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::Llm;
-use super::http::{HttpClient, RetryPolicy};
+use super::anthropic_stream::{MessageStream, with_prefill};
+use super::http::{HttpClient, RetryPolicy, Streamed};
 use super::openai::header_map;
 use super::types::{
     ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, TokenUsage, ToolCall,
@@ -360,30 +361,69 @@ impl Llm for Anthropic {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let shape = self.reply_shape(request);
-        let body = self.body(request, &shape);
-        let reply = self
-            .http
-            .post_json(&self.url, &self.headers, &body, &request.purpose)
-            .await?;
-        let forced = shape.forced.map(|s| s.name.as_str());
-        let mut response = parse_message(&reply, forced, &self.model)?;
-        if self.auto && forced.is_some() && answered_in_text(&reply) {
+        let mut shape = self.reply_shape(request);
+        let mut reply = self.call(request, &shape).await?;
+        if self.auto && shape.forced.is_some() && answered_in_text(&reply.body) {
             // A forced call never comes with text: this server does not enforce tool_choice.
             tracing::warn!(purpose = %request.purpose,
                 "structured output: the server answered a forced tool call in text; using `prompt` for the rest of the run");
             self.forced_tool.store(false, Ordering::Relaxed);
+            if reply.abandoned {
+                // Only the start of the text was read: ask again, the way that works here.
+                shape = self.reply_shape(request);
+                reply = self.call(request, &shape).await?;
+            }
         }
+        let forced = shape.forced.map(|s| s.name.as_str());
+        let mut response = parse_message(&reply.body, forced, &self.model)?;
         if let Some(prefill) = &shape.prefill {
-            // The API answers with the continuation only (llama-server repeats the prefill).
             let text = response.text.take().unwrap_or_default();
-            response.text = Some(if text.starts_with(prefill.as_str()) {
-                text
-            } else {
-                format!("{prefill}{text}")
-            });
+            response.text = Some(with_prefill(prefill, &text));
         }
         Ok(response)
+    }
+}
+
+/// A Messages reply body, and whether it was abandoned at the first text of a forced call.
+struct Reply {
+    body: Value,
+    abandoned: bool,
+}
+
+impl Anthropic {
+    /// One request. A prefilled reply is streamed and read only until its JSON object closes;
+    /// under `auto` a forced call is streamed too, and dropped at its first text.
+    async fn call(&self, request: &ChatRequest, shape: &ReplyShape<'_>) -> Result<Reply, LlmError> {
+        let mut body = self.body(request, shape);
+        let probing = self.auto && shape.forced.is_some();
+        if shape.prefill.is_none() && !probing {
+            let body = self
+                .http
+                .post_json(&self.url, &self.headers, &body, &request.purpose)
+                .await?;
+            return Ok(Reply {
+                body,
+                abandoned: false,
+            });
+        }
+        body["stream"] = json!(true);
+        let prefill = shape.prefill.clone().filter(|p| p.starts_with('{'));
+        let streamed = self
+            .http
+            .post_stream(&self.url, &self.headers, &body, &request.purpose, || {
+                MessageStream::new(prefill.clone(), probing)
+            })
+            .await?;
+        Ok(match streamed {
+            Streamed::Whole(body) => Reply {
+                body,
+                abandoned: false,
+            },
+            Streamed::Events(stream) => Reply {
+                abandoned: stream.answered_in_text(),
+                body: stream.into_body(),
+            },
+        })
     }
 }
 

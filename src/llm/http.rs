@@ -15,6 +15,26 @@ pub use crate::http::RetryPolicy;
 use crate::http::{describe, read_capped};
 use crate::outbound::redact;
 
+/// What a streamed reply's reader wants after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    More,
+    /// The reply is complete for the caller: the rest of the stream is dropped.
+    Enough,
+}
+
+/// Reads the server-sent events of one streamed reply.
+pub trait EventReader {
+    /// One event's `data`.
+    fn event(&mut self, data: &str) -> Flow;
+    /// Why a stream the server ended is incomplete (no end event, an error event), if it is.
+    fn unfinished(&self) -> Option<String>;
+    /// The reply is of no use (it is counted as a wasted attempt).
+    fn thrown_away(&self) -> bool {
+        false
+    }
+}
+
 /// How long error bodies may be inside an error message.
 const MAX_ERROR_BODY: usize = 600;
 
@@ -28,10 +48,17 @@ pub struct HttpClient {
     max_reply_bytes: u64,
 }
 
-enum Attempt {
-    Done(Value),
+enum Attempt<T> {
+    Done(T),
     Retry(LlmError, Option<Duration>),
     Fail(LlmError),
+}
+
+/// A streamed reply as it came: server-sent events read by the caller's reader, or a whole JSON
+/// body from a server that ignored `stream: true`.
+pub enum Streamed<R> {
+    Events(R),
+    Whole(Value),
 }
 
 impl HttpClient {
@@ -70,14 +97,58 @@ impl HttpClient {
         body: &Value,
         purpose: &str,
     ) -> Result<Value, LlmError> {
-        let shown_url = redact(url);
         // The one place request bodies leave: prompts, issue text and tool results alike.
         let body = &crate::outbound::redact_json(body);
+        self.with_retries(url, purpose, || self.attempt(url, headers, body), |_| false)
+            .await
+    }
+
+    /// POST a JSON body asking for a streamed reply (`stream: true` in `body`) and hand its
+    /// server-sent events to a fresh reader from `new_reader` (one per attempt). When the reader
+    /// has enough, the connection is dropped, which makes the server stop generating. Retries,
+    /// time-outs, the reply cap and redaction are those of [`Self::post_json`].
+    pub async fn post_stream<R: EventReader>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+        purpose: &str,
+        new_reader: impl Fn() -> R,
+    ) -> Result<Streamed<R>, LlmError> {
+        let body = &crate::outbound::redact_json(body);
+        let new_reader = &new_reader;
+        self.with_retries(
+            url,
+            purpose,
+            move || self.attempt_stream(url, headers, body, new_reader()),
+            |reply| matches!(reply, Streamed::Events(reader) if reader.thrown_away()),
+        )
+        .await
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good or the retries are spent; every attempt
+    /// is metered, those ending in an error or a reply `thrown_away` says is unused as wasted.
+    async fn with_retries<T, F, Fut>(
+        &self,
+        url: &str,
+        purpose: &str,
+        attempt: F,
+        thrown_away: impl Fn(&T) -> bool,
+    ) -> Result<T, LlmError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Attempt<T>>,
+    {
+        let shown_url = redact(url);
         let mut retry = 0u32;
         loop {
             let started = Instant::now();
-            let attempt = self.attempt(url, headers, body).await;
-            record_attempt(started.elapsed(), !matches!(attempt, Attempt::Done(_)));
+            let attempt = attempt().await;
+            let wasted = match &attempt {
+                Attempt::Done(reply) => thrown_away(reply),
+                _ => true,
+            };
+            record_attempt(started.elapsed(), wasted);
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let (error, retry_after) = match attempt {
                 Attempt::Done(value) => {
@@ -113,7 +184,13 @@ impl HttpClient {
         }
     }
 
-    async fn attempt(&self, url: &str, headers: &HeaderMap, body: &Value) -> Attempt {
+    /// Sends the request; a reply that is not a success comes back as the attempt's end.
+    async fn send<T>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+    ) -> Result<reqwest::Response, Attempt<T>> {
         let sent = self
             .client
             .post(url)
@@ -125,32 +202,21 @@ impl HttpClient {
         let response = match sent {
             Ok(response) => response,
             Err(e) => {
-                return Self::unless_timed_out(self.transport_error(&e, "sending the request"));
+                return Err(Self::unless_timed_out(
+                    self.transport_error(&e, "sending the request"),
+                ));
             }
         };
         let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
         let retry_after = response
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(crate::http::retry_after);
-        let text = match self.read_capped(response).await {
-            Ok(text) => text,
-            Err(attempt) => return attempt,
-        };
-        if status.is_success() {
-            return match serde_json::from_str::<Value>(&text) {
-                Ok(value) => Attempt::Done(value),
-                // A cut-off or garbled body is usually a transport hiccup: worth another try.
-                Err(e) => Attempt::Retry(
-                    LlmError::BadReply(format!(
-                        "the reply body is not JSON ({e}): {}",
-                        self.excerpt(&text)
-                    )),
-                    None,
-                ),
-            };
-        }
+        let text = self.read_capped(response).await?;
         let code = status.as_u16();
         let hint = match code {
             401 | 403 => {
@@ -163,33 +229,120 @@ impl HttpClient {
             status: code,
             message: format!("{}{hint}", self.error_message(&text)),
         };
-        if code == 408 || code == 429 || status.is_server_error() {
+        Err(if code == 408 || code == 429 || status.is_server_error() {
             Attempt::Retry(error, retry_after)
         } else {
             Attempt::Fail(error)
+        })
+    }
+
+    async fn attempt(&self, url: &str, headers: &HeaderMap, body: &Value) -> Attempt<Value> {
+        match self.send(url, headers, body).await {
+            Ok(response) => self.whole_json(response).await,
+            Err(end) => end,
+        }
+    }
+
+    async fn whole_json(&self, response: reqwest::Response) -> Attempt<Value> {
+        let text = match self.read_capped(response).await {
+            Ok(text) => text,
+            Err(attempt) => return attempt,
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(value) => Attempt::Done(value),
+            // A cut-off or garbled body is usually a transport hiccup: worth another try.
+            Err(e) => Attempt::Retry(
+                LlmError::BadReply(format!(
+                    "the reply body is not JSON ({e}): {}",
+                    self.excerpt(&text)
+                )),
+                None,
+            ),
+        }
+    }
+
+    async fn attempt_stream<R: EventReader>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Value,
+        mut reader: R,
+    ) -> Attempt<Streamed<R>> {
+        let mut response = match self.send(url, headers, body).await {
+            Ok(response) => response,
+            Err(end) => return end,
+        };
+        let is_event_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/event-stream"));
+        if !is_event_stream {
+            return match self.whole_json(response).await {
+                Attempt::Done(value) => Attempt::Done(Streamed::Whole(value)),
+                Attempt::Retry(error, wait) => Attempt::Retry(error, wait),
+                Attempt::Fail(error) => Attempt::Fail(error),
+            };
+        }
+        let cap = usize::try_from(self.max_reply_bytes).unwrap_or(usize::MAX);
+        let mut events = super::sse::Events::default();
+        let mut read = 0usize;
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => {
+                    return Self::unless_timed_out(self.transport_error(&e, "reading the reply"));
+                }
+            };
+            read += chunk.len();
+            if read > cap {
+                return Attempt::Fail(self.too_large());
+            }
+            for data in events.push(&chunk) {
+                if reader.event(&data) == Flow::Enough {
+                    // Dropping the response closes the connection: the server stops generating.
+                    return Attempt::Done(Streamed::Events(reader));
+                }
+            }
+        }
+        if let Some(data) = events.finish()
+            && reader.event(&data) == Flow::Enough
+        {
+            return Attempt::Done(Streamed::Events(reader));
+        }
+        match reader.unfinished() {
+            // Like a cut-off body: a transport hiccup, worth another try.
+            Some(why) => Attempt::Retry(LlmError::BadReply(redact(&why)), None),
+            None => Attempt::Done(Streamed::Events(reader)),
         }
     }
 
     /// The body as text, read chunk by chunk and refused once it passes the cap, so a runaway
     /// reply never sits whole in memory.
-    async fn read_capped(&self, response: reqwest::Response) -> Result<String, Attempt> {
+    async fn read_capped<T>(&self, response: reqwest::Response) -> Result<String, Attempt<T>> {
         let cap = self.max_reply_bytes;
         match read_capped(response, usize::try_from(cap).unwrap_or(usize::MAX)).await {
             Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
             Ok(Err(e)) => Err(Self::unless_timed_out(
                 self.transport_error(&e, "reading the reply"),
             )),
-            Err(_) => Err(Attempt::Fail(LlmError::BadReply(format!(
-                "the reply is too large: more than {cap} bytes (llm.max_reply_bytes); \
-                 lower the output limit (llm.max_output_tokens) or raise llm.max_reply_bytes"
-            )))),
+            Err(_) => Err(Attempt::Fail(self.too_large())),
         }
+    }
+
+    fn too_large(&self) -> LlmError {
+        LlmError::BadReply(format!(
+            "the reply is too large: more than {} bytes (llm.max_reply_bytes); \
+             lower the output limit (llm.max_output_tokens) or raise llm.max_reply_bytes",
+            self.max_reply_bytes
+        ))
     }
 
     /// A transport error is retried as is, except a time-out: the same body would most likely
     /// run into the same limit again, so the caller re-asks differently (the budget wrapper
     /// lowers the output limit) instead of sending the identical request.
-    fn unless_timed_out(error: LlmError) -> Attempt {
+    fn unless_timed_out<T>(error: LlmError) -> Attempt<T> {
         match error {
             LlmError::Timeout { .. } => Attempt::Fail(error),
             other => Attempt::Retry(other, None),

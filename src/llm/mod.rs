@@ -1,6 +1,7 @@
 //! LLM providers behind one trait.
 
 pub(crate) mod anthropic;
+pub(crate) mod anthropic_stream;
 pub(crate) mod budget;
 pub(crate) mod detect;
 pub mod http;
@@ -8,6 +9,7 @@ pub(crate) mod meter;
 pub(crate) mod openai;
 pub mod scenario;
 pub(crate) mod scripted;
+pub(crate) mod sse;
 pub(crate) mod structured;
 pub(crate) mod text_tool_call;
 pub(crate) mod types;

@@ -145,6 +145,9 @@ pub enum FaultKind {
     CutOff,
     /// Answers with a body of `bytes` bytes (default 50 MB), optionally chunked.
     Huge,
+    /// Answers with [`RAMBLE_JSON`] and then prose up to the output limit, as a weak model does;
+    /// streamed slowly when the request asks for a stream, so a client can stop at the JSON.
+    Ramble,
 }
 
 /// The prose a `prose` fault answers with.
@@ -153,6 +156,12 @@ pub const PROSE_REPLY: &str =
 /// The text a `cut_off` fault answers with: JSON that stops mid-string.
 pub const CUT_OFF_REPLY: &str =
     r#"{"should_replan": false, "reasoning": "The plan looks fine because the first"#;
+/// The JSON a `ramble` fault answers with before its prose.
+pub const RAMBLE_JSON: &str = r#"{"should_replan": false, "confidence": 0.9}"#;
+/// The prose a `ramble` fault goes on with after its JSON, over and over.
+pub const RAMBLE_PROSE: &str = "\n\nThe plan is the plan, and the plan is done. ";
+/// How often the prose of an unstreamed `ramble` reply is repeated (it ends cut off).
+pub const RAMBLE_REPEATS: usize = 40;
 /// Body size of a `huge` fault without `bytes`.
 pub const HUGE_REPLY_BYTES: u64 = 50 * 1024 * 1024;
 /// The JSON a `wrong_shape` fault answers with.

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 
 use super::Llm;
 use super::scenario::{
-    CUT_OFF_REPLY, FaultKind, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer, Subject,
-    WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, Outcome, PROSE_REPLY, RAMBLE_JSON, RAMBLE_PROSE, RAMBLE_REPEATS,
+    Scenario, ScenarioPlayer, Subject, WRONG_SHAPE_REPLY,
 };
 use super::types::{ChatRequest, ChatResponse, FinishReason, LlmError, TokenUsage, ToolCall};
 
@@ -96,6 +96,11 @@ impl Llm for ScriptedLlm {
                 FaultKind::CutOff => {
                     cut_off = true;
                     (Some(CUT_OFF_REPLY.to_string()), vec![], None)
+                }
+                FaultKind::Ramble => {
+                    cut_off = true;
+                    let prose = RAMBLE_PROSE.repeat(RAMBLE_REPEATS);
+                    (Some(format!("{RAMBLE_JSON}{prose}")), vec![], None)
                 }
                 FaultKind::Huge => {
                     return Err(LlmError::BadReply(

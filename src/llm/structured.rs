@@ -300,7 +300,7 @@ fn first_balanced_object(text: &str) -> Option<&str> {
 }
 
 /// Index of the `}` closing the `{` at `start`, or `None` when the text ends first.
-fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::llm::{both_wires, config, key_env};
+use crate::llm::{both_wires, config, key_env, text_reply_config};
 use crate::support::llm_server::{LlmServer, Wire};
 
 #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
@@ -71,7 +71,7 @@ async fn a_cut_off_reply_is_reasked_shorter_with_a_higher_limit(wire: Wire) {
     let server = LlmServer::from_yaml(&format!(
         "steps:\n  - fault: {{ kind: cut_off }}\n  - reply: '{DECISION}'\n"
     ));
-    let cfg = config(wire, &server);
+    let cfg = text_reply_config(wire, &server);
     let llm = budgeted(&cfg);
     let mut asked = request("replan_decision.execution");
     asked.max_tokens = Some(256);
@@ -102,7 +102,7 @@ async fn a_cut_off_reply_at_the_ceiling_is_invalid_without_a_retry(wire: Wire) {
     let server = LlmServer::from_yaml(&format!(
         "steps:\n  - fault: {{ kind: cut_off }}\n  - reply: '{DECISION}'\n"
     ));
-    let llm = budgeted(&config(wire, &server));
+    let llm = budgeted(&text_reply_config(wire, &server));
     let mut asked = request("planning");
     asked.max_tokens = Some(4096);
     let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
@@ -281,4 +281,96 @@ fn structured_output_accepts_the_old_booleans_and_names_the_modes() {
     );
     let error = parse("structured_output: xml").unwrap_err().to_string();
     assert!(error.contains("json_object"), "{error}");
+}
+
+/// The server notices a hang-up at its next write; the client's runtime closes the connection
+/// once it gets to run, so this waits without blocking it.
+async fn hang_ups_after_a_moment(server: &LlmServer) -> usize {
+    for _ in 0..100 {
+        if server.hang_ups() > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.hang_ups()
+}
+
+/// A weak model closes its JSON and then rambles on up to the output limit: a streamed,
+/// prefilled reply is read only until its object closes, the connection is dropped (the server
+/// stops generating), and the reply counts as one complete call, its tokens estimated.
+#[tokio::test]
+async fn a_streamed_reply_is_read_until_its_json_closes_and_the_rest_is_dropped() {
+    let server = LlmServer::from_yaml("steps:\n  - fault: { kind: ramble }\n");
+    let mut cfg = config(Wire::Anthropic, &server);
+    cfg.structured_output = StructuredOutput::Prompt;
+    let llm = budgeted(&cfg);
+    let started = std::time::Instant::now();
+    let reply = ask_json::<Decision>(&llm, request("planning"), &StructuredOptions::default())
+        .await
+        .unwrap();
+    // The ramble goes on for 30 s unless the client hangs up.
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert_eq!(
+        reply.value.unwrap(),
+        Decision {
+            should_replan: false,
+            confidence: 0.9
+        }
+    );
+    assert_eq!((reply.calls, reply.reasked), (1, false));
+    assert_eq!(hang_ups_after_a_moment(&server).await, 1);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["stream"], true);
+    assert_eq!(max_tokens(&sent[0].body), Some(2048));
+    let messages = sent[0].body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["role"],
+        "assistant",
+        "the `{{` prefill"
+    );
+    let usage = llm.usage();
+    assert_eq!((usage.calls, usage.wasted_calls), (1, 0));
+    // Input tokens as the server said, output tokens estimated from what was read.
+    assert_eq!(usage.prompt_tokens, 100);
+    assert!(usage.completion_tokens > 0);
+}
+
+/// llama-server's Messages endpoint answers a forced tool call in text: under `auto` the first
+/// text ends the call (counted, as wasted), and the same request is asked again the way that
+/// works there (a `{` prefill, streamed), which `auto` keeps for the rest of the run.
+#[tokio::test]
+async fn auto_drops_a_forced_call_answered_in_text_and_asks_with_a_prefill() {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: ramble }}\n  - reply: '{DECISION}'\n"
+    ));
+    let llm = budgeted(&config(Wire::Anthropic, &server));
+    let started = std::time::Instant::now();
+    let reply = ask_json::<Decision>(&llm, request("planning"), &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert_eq!(reply.value.unwrap().confidence, 0.85);
+    assert_eq!(hang_ups_after_a_moment(&server).await, 1);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].body["tool_choice"]["name"], "Decision");
+    assert_eq!(sent[0].body["stream"], true);
+    assert!(
+        sent[1].body.get("tool_choice").is_none(),
+        "{}",
+        sent[1].body
+    );
+    assert_eq!(sent[1].body["stream"], true);
+    let last = sent[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(last["content"][0]["text"], "{");
+    let usage = llm.usage();
+    assert_eq!((usage.calls, usage.wasted_calls), (2, 1));
+    assert_eq!(llm.structured_output(), Some(StructuredOutput::Prompt));
 }

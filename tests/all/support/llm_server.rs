@@ -13,8 +13,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use replan::llm::scenario::{
-    CUT_OFF_REPLY, FaultKind, HUGE_REPLY_BYTES, Outcome, PROSE_REPLY, Scenario, ScenarioPlayer,
-    ScriptedToolCall, ScriptedUsage, Subject, WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, HUGE_REPLY_BYTES, Outcome, PROSE_REPLY, RAMBLE_JSON, RAMBLE_PROSE,
+    RAMBLE_REPEATS, Scenario, ScenarioPlayer, ScriptedToolCall, ScriptedUsage, Subject,
+    WRONG_SHAPE_REPLY,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,6 +60,8 @@ struct Shared {
     /// Requests from this index on are recorded but never answered (a test kills the client
     /// while it waits).
     hold_from: std::sync::atomic::AtomicUsize,
+    /// Streamed replies the client hung up on before their end.
+    hang_ups: std::sync::atomic::AtomicUsize,
 }
 
 pub struct LlmServer {
@@ -79,6 +82,7 @@ impl LlmServer {
             player: ScenarioPlayer::new(scenario),
             requests: Mutex::new(Vec::new()),
             hold_from: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            hang_ups: std::sync::atomic::AtomicUsize::new(0),
         });
         let (shutdown, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let served = shared.clone();
@@ -138,6 +142,13 @@ impl LlmServer {
         self.shared
             .hold_from
             .store(index, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many streamed replies the client stopped reading before their end.
+    pub fn hang_ups(&self) -> usize {
+        self.shared
+            .hang_ups
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn remaining_steps(&self) -> usize {
@@ -293,7 +304,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         Err(error) => respond(&mut stream, 400, &[], &error_body(&error.to_string())).await,
         Ok(Outcome::Reply(step)) => {
             let body = reply(step.reply.as_deref(), &step.tool_calls, step.usage);
-            respond(&mut stream, 200, &[], &body).await;
+            answer(&mut stream, &recorded, &body).await;
         }
         Ok(Outcome::Fault(fault)) => match fault.kind {
             FaultKind::Status => {
@@ -328,10 +339,23 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 let _ = stream.shutdown().await;
             }
             FaultKind::Prose => {
-                respond(&mut stream, 200, &[], &reply(Some(PROSE_REPLY), &[], None)).await
+                answer(&mut stream, &recorded, &reply(Some(PROSE_REPLY), &[], None)).await
             }
             FaultKind::WrongShape => {
                 let body = reply(Some(WRONG_SHAPE_REPLY), &[], None);
+                answer(&mut stream, &recorded, &body).await
+            }
+            FaultKind::Ramble if streamed(&recorded) => {
+                if !ramble_streamed(&mut stream).await {
+                    shared
+                        .hang_ups
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            FaultKind::Ramble => {
+                let text = format!("{RAMBLE_JSON}{}", RAMBLE_PROSE.repeat(RAMBLE_REPEATS));
+                let body =
+                    success_body(&recorded, Some(&text), &[], ScriptedUsage::default(), true);
                 respond(&mut stream, 200, &[], &body).await
             }
             FaultKind::CutOff => {
@@ -341,7 +365,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                     cached_tokens: 0,
                 };
                 let body = success_body(&recorded, Some(CUT_OFF_REPLY), &[], usage, true);
-                respond(&mut stream, 200, &[], &body).await
+                answer(&mut stream, &recorded, &body).await
             }
             FaultKind::Huge => {
                 huge_reply(
@@ -353,6 +377,111 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         },
     }
+}
+
+/// The request asks for a streamed reply (Anthropic's `stream: true`).
+fn streamed(request: &RecordedRequest) -> bool {
+    request.wire == Wire::Anthropic && request.body.get("stream") == Some(&Value::Bool(true))
+}
+
+/// A successful reply, as server-sent events when the request asked for a stream.
+async fn answer(stream: &mut TcpStream, request: &RecordedRequest, body: &[u8]) {
+    if !streamed(request) {
+        return respond(stream, 200, &[], body).await;
+    }
+    let message: Value = serde_json::from_slice(body).expect("a reply body is JSON");
+    let mut events = vec![message_start(&message)];
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    for (index, block) in blocks.iter().enumerate() {
+        let mut start = block.clone();
+        let delta = if block["type"] == "tool_use" {
+            start["input"] = json!({});
+            json!({"type": "input_json_delta", "partial_json": block["input"].to_string()})
+        } else {
+            start["text"] = json!("");
+            json!({"type": "text_delta", "text": block["text"]})
+        };
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]},
+                       "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    let _ = stream.write_all(EVENT_STREAM_HEAD.as_bytes()).await;
+    for event in events {
+        let _ = stream.write_all(sse(&event).as_bytes()).await;
+    }
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
+}
+
+const EVENT_STREAM_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+
+fn sse(event: &Value) -> String {
+    format!(
+        "event: {}\ndata: {event}\n\n",
+        event["type"].as_str().unwrap_or("message")
+    )
+}
+
+fn message_start(message: &Value) -> Value {
+    let mut start = message.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"]["output_tokens"] = json!(0);
+    json!({"type": "message_start", "message": start})
+}
+
+/// [`RAMBLE_JSON`] a few characters at a time, then prose every 20 ms for up to 30 s; `false`
+/// when the client hung up before the end.
+async fn ramble_streamed(stream: &mut TcpStream) -> bool {
+    let message = json!({"id": "msg_ramble", "type": "message", "role": "assistant",
+        "model": "scripted-model", "content": [], "stop_reason": null,
+        "usage": {"input_tokens": 100, "output_tokens": 0}});
+    let mut events = vec![
+        message_start(&message),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ];
+    let chars: Vec<char> = RAMBLE_JSON.chars().collect();
+    for piece in chars.chunks(5) {
+        let text: String = piece.iter().collect();
+        events.push(json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": text}}));
+    }
+    if stream
+        .write_all(EVENT_STREAM_HEAD.as_bytes())
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    for event in &events {
+        if stream.write_all(sse(event).as_bytes()).await.is_err() {
+            return false;
+        }
+    }
+    let prose = json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "text_delta", "text": RAMBLE_PROSE}});
+    for _ in 0..1500 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let sent = stream.write_all(sse(&prose).as_bytes()).await;
+        if sent.is_err() || stream.flush().await.is_err() {
+            return false;
+        }
+    }
+    let end = [
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 4096}}),
+        json!({"type": "message_stop"}),
+    ];
+    for event in &end {
+        let _ = stream.write_all(sse(event).as_bytes()).await;
+    }
+    let _ = stream.shutdown().await;
+    true
 }
 
 /// A JSON reply of `bytes` bytes (one long string), written in 64 KiB pieces so the server never
