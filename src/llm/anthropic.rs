@@ -392,11 +392,19 @@ struct Reply {
 
 impl Anthropic {
     /// One request. A prefilled reply is streamed and read only until its JSON object closes;
-    /// under `auto` a forced call is streamed too, and dropped at its first text.
+    /// under `auto` a forced call is streamed too, and dropped at its first text; a turn that
+    /// must call a tool, on a server known not to enforce it, is read only until its prose shows
+    /// no call is coming. Streamed replies still being written at the time limit are kept as cut
+    /// off there.
     async fn call(&self, request: &ChatRequest, shape: &ReplyShape<'_>) -> Result<Reply, LlmError> {
         let mut body = self.body(request, shape);
         let probing = self.auto && shape.forced.is_some();
-        if shape.prefill.is_none() && !probing {
+        let wants_call = request.require_tool_call
+            && !request.tools.is_empty()
+            && shape.forced.is_none()
+            && shape.prefill.is_none()
+            && !self.forced_tool.load(Ordering::Relaxed);
+        if shape.prefill.is_none() && !probing && !wants_call {
             let body = self
                 .http
                 .post_json(&self.url, &self.headers, &body, &request.purpose)
@@ -411,7 +419,11 @@ impl Anthropic {
         let streamed = self
             .http
             .post_stream(&self.url, &self.headers, &body, &request.purpose, || {
-                MessageStream::new(prefill.clone(), probing)
+                if wants_call {
+                    MessageStream::wanting_a_call()
+                } else {
+                    MessageStream::new(prefill.clone(), probing)
+                }
             })
             .await?;
         Ok(match streamed {

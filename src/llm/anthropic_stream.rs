@@ -12,6 +12,10 @@ use serde_json::{Map, Value, json};
 use super::http::{EventReader, Flow};
 use super::structured::balanced_end;
 
+/// How much of a turn that must call a tool is read when it starts in prose: a call written in
+/// the text starts early (`{` or `<tool_call>`), and the caller re-asks for the call alone.
+const PROSE_CHARS: usize = 240;
+
 /// Characters per token when the server did not say how many it wrote (a reply read only in
 /// part never gets to the final usage event).
 const CHARS_PER_TOKEN: usize = 4;
@@ -23,6 +27,10 @@ enum CutShort {
     JsonComplete,
     /// A forced tool call came back as text: the reply is thrown away.
     AnsweredInText,
+    /// A turn that must call a tool began in prose with no call in sight.
+    Prose,
+    /// The attempt's time limit came first: the reply is cut off there.
+    OutOfTime,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +40,9 @@ pub struct MessageStream {
     prefill: Option<String>,
     /// The request forces a tool call: any text means the server does not enforce it.
     forced_call: bool,
+    /// The turn must call one of its tools, on a server known not to enforce that: prose is
+    /// read only until it is clear no call is coming.
+    wants_call: bool,
     /// `message_start`'s message (id, model, input usage).
     message: Map<String, Value>,
     blocks: Vec<Value>,
@@ -71,6 +82,14 @@ impl MessageStream {
         }
     }
 
+    /// A turn that must call a tool on a server that does not enforce it.
+    pub fn wanting_a_call() -> Self {
+        MessageStream {
+            wants_call: true,
+            ..Default::default()
+        }
+    }
+
     /// The reply was abandoned at the first text of a forced tool call.
     pub fn answered_in_text(&self) -> bool {
         self.cut_short == Some(CutShort::AnsweredInText)
@@ -93,7 +112,8 @@ impl MessageStream {
             .output_tokens
             .unwrap_or_else(|| written.div_ceil(CHARS_PER_TOKEN) as u64);
         let stop_reason = match self.cut_short {
-            Some(CutShort::JsonComplete) => Some("end_turn".to_string()),
+            Some(CutShort::JsonComplete | CutShort::Prose) => Some("end_turn".to_string()),
+            Some(CutShort::OutOfTime) => Some("max_tokens".to_string()),
             _ => self.stop_reason,
         };
         let mut body = self.message;
@@ -141,6 +161,14 @@ impl MessageStream {
         if self.forced_call && !text.trim().is_empty() {
             self.cut_short = Some(CutShort::AnsweredInText);
             return Flow::Enough;
+        }
+        if self.wants_call {
+            let started = text.trim_start();
+            let call_in_sight = started.contains('{') || started.contains("<tool_call>");
+            if !call_in_sight && started.chars().count() >= PROSE_CHARS {
+                self.cut_short = Some(CutShort::Prose);
+                return Flow::Enough;
+            }
         }
         let Some(prefill) = &self.prefill else {
             return Flow::More;
@@ -239,6 +267,19 @@ impl EventReader for MessageStream {
             .then(|| "the streamed reply ended before its `message_stop` event".to_string())
     }
 
+    fn out_of_time(&mut self) -> bool {
+        let written = self.blocks.iter().any(|block| {
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.is_empty())
+        }) || !self.partial_inputs.is_empty();
+        if written && self.cut_short.is_none() {
+            self.cut_short = Some(CutShort::OutOfTime);
+        }
+        self.cut_short == Some(CutShort::OutOfTime)
+    }
+
     fn thrown_away(&self) -> bool {
         self.answered_in_text()
     }
@@ -331,6 +372,36 @@ mod tests {
         assert_eq!(body["content"][0]["input"], json!({"ok": true}));
         assert_eq!(body["stop_reason"], "tool_use");
         assert_eq!(body["usage"]["output_tokens"], 7);
+    }
+
+    #[test]
+    fn a_turn_that_must_call_a_tool_is_read_until_its_prose_shows_no_call() {
+        let mut stream = MessageStream::wanting_a_call();
+        let line = "The plan is to add a hello file. ";
+        let flows: Vec<Flow> = (0..10)
+            .map(|_| stream.event(&text(line).to_string()))
+            .collect();
+        let read = flows.iter().position(|f| *f == Flow::Enough).unwrap() + 1;
+        assert_eq!(read, PROSE_CHARS.div_ceil(line.len()));
+        assert_eq!(stream.into_body()["stop_reason"], "end_turn");
+        // A call written in the text is read whole.
+        let mut stream = MessageStream::wanting_a_call();
+        stream.event(&text("Let me look: {\"tool\": \"list_files\", ").to_string());
+        for _ in 0..10 {
+            assert_eq!(stream.event(&text(line).to_string()), Flow::More);
+        }
+    }
+
+    #[test]
+    fn a_reply_still_being_written_at_the_time_limit_is_cut_off_there() {
+        let mut stream = MessageStream::new(Some("{".into()), false);
+        assert!(!stream.out_of_time(), "nothing written yet: a time-out");
+        stream.event(&text("{\"a\": [1, 2").to_string());
+        assert!(stream.out_of_time());
+        assert_eq!(stream.unfinished(), None);
+        let body = stream.into_body();
+        assert_eq!(body["stop_reason"], "max_tokens");
+        assert_eq!(body["content"][0]["text"], "{\"a\": [1, 2");
     }
 
     #[test]

@@ -29,11 +29,20 @@ pub trait EventReader {
     fn event(&mut self, data: &str) -> Flow;
     /// Why a stream the server ended is incomplete (no end event, an error event), if it is.
     fn unfinished(&self) -> Option<String>;
+    /// The attempt's time limit came while the reply was being written: `true` when what was
+    /// read is kept as a reply cut off there (else the attempt timed out).
+    fn out_of_time(&mut self) -> bool {
+        false
+    }
     /// The reply is of no use (it is counted as a wasted attempt).
     fn thrown_away(&self) -> bool {
         false
     }
 }
+
+/// A streamed attempt's own deadline is `timeout`; the HTTP client's, this much later, only
+/// backs it up.
+const STREAM_GRACE: Duration = Duration::from_secs(5);
 
 /// How long error bodies may be inside an error message.
 const MAX_ERROR_BODY: usize = 600;
@@ -190,12 +199,13 @@ impl HttpClient {
         url: &str,
         headers: &HeaderMap,
         body: &Value,
+        timeout: Duration,
     ) -> Result<reqwest::Response, Attempt<T>> {
         let sent = self
             .client
             .post(url)
             .headers(headers.clone())
-            .timeout(self.retry.timeout)
+            .timeout(timeout)
             .json(body)
             .send()
             .await;
@@ -237,7 +247,7 @@ impl HttpClient {
     }
 
     async fn attempt(&self, url: &str, headers: &HeaderMap, body: &Value) -> Attempt<Value> {
-        match self.send(url, headers, body).await {
+        match self.send(url, headers, body, self.retry.timeout).await {
             Ok(response) => self.whole_json(response).await,
             Err(end) => end,
         }
@@ -268,9 +278,14 @@ impl HttpClient {
         body: &Value,
         mut reader: R,
     ) -> Attempt<Streamed<R>> {
-        let mut response = match self.send(url, headers, body).await {
-            Ok(response) => response,
-            Err(end) => return end,
+        // The attempt's time limit is kept here, so that a reply still being written when it
+        // comes is kept as far as it got (cut off, as at an output limit) instead of lost.
+        let deadline = tokio::time::Instant::now() + self.retry.timeout;
+        let sending = self.send(url, headers, body, self.retry.timeout + STREAM_GRACE);
+        let mut response = match tokio::time::timeout_at(deadline, sending).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(end)) => return end,
+            Err(_) => return Attempt::Fail(self.timed_out()),
         };
         let is_event_stream = response
             .headers()
@@ -288,12 +303,20 @@ impl HttpClient {
         let mut events = super::sse::Events::default();
         let mut read = 0usize;
         loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) => {
+            let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => chunk,
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => {
                     return Self::unless_timed_out(self.transport_error(&e, "reading the reply"));
                 }
+                Err(_) if reader.out_of_time() => {
+                    tracing::warn!(
+                        seconds = self.retry.timeout.as_secs(),
+                        "the streamed reply was still being written at llm.timeout_seconds; it is kept as cut off there"
+                    );
+                    return Attempt::Done(Streamed::Events(reader));
+                }
+                Err(_) => return Attempt::Fail(self.timed_out()),
             };
             read += chunk.len();
             if read > cap {
@@ -349,11 +372,15 @@ impl HttpClient {
         }
     }
 
+    fn timed_out(&self) -> LlmError {
+        LlmError::Timeout {
+            seconds: self.retry.timeout.as_secs().max(1),
+        }
+    }
+
     fn transport_error(&self, error: &reqwest::Error, doing: &str) -> LlmError {
         if error.is_timeout() {
-            return LlmError::Timeout {
-                seconds: self.retry.timeout.as_secs().max(1),
-            };
+            return self.timed_out();
         }
         let message = format!("{doing} failed: {}", describe(error));
         LlmError::Connection(redact(&message))

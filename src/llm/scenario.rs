@@ -148,6 +148,9 @@ pub enum FaultKind {
     /// Answers with [`RAMBLE_JSON`] and then prose up to the output limit, as a weak model does;
     /// streamed slowly when the request asks for a stream, so a client can stop at the JSON.
     Ramble,
+    /// Like `ramble`, but the prose runs inside a string of [`RAMBLE_OPEN_JSON`]: the JSON never
+    /// closes.
+    RambleOpen,
 }
 
 /// The prose a `prose` fault answers with.
@@ -158,6 +161,8 @@ pub const CUT_OFF_REPLY: &str =
     r#"{"should_replan": false, "reasoning": "The plan looks fine because the first"#;
 /// The JSON a `ramble` fault answers with before its prose.
 pub const RAMBLE_JSON: &str = r#"{"should_replan": false, "confidence": 0.9}"#;
+/// The start of the JSON a `ramble_open` fault never closes.
+pub const RAMBLE_OPEN_JSON: &str = r#"{"should_replan": false, "reasoning": ""#;
 /// The prose a `ramble` fault goes on with after its JSON, over and over.
 pub const RAMBLE_PROSE: &str = "\n\nThe plan is the plan, and the plan is done. ";
 /// How often the prose of an unstreamed `ramble` reply is repeated (it ends cut off).

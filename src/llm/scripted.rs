@@ -7,8 +7,8 @@ use async_trait::async_trait;
 
 use super::Llm;
 use super::scenario::{
-    CUT_OFF_REPLY, FaultKind, Outcome, PROSE_REPLY, RAMBLE_JSON, RAMBLE_PROSE, RAMBLE_REPEATS,
-    Scenario, ScenarioPlayer, Subject, WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, Outcome, PROSE_REPLY, RAMBLE_JSON, RAMBLE_OPEN_JSON, RAMBLE_PROSE,
+    RAMBLE_REPEATS, Scenario, ScenarioPlayer, Subject, WRONG_SHAPE_REPLY,
 };
 use super::types::{ChatRequest, ChatResponse, FinishReason, LlmError, TokenUsage, ToolCall};
 
@@ -97,10 +97,14 @@ impl Llm for ScriptedLlm {
                     cut_off = true;
                     (Some(CUT_OFF_REPLY.to_string()), vec![], None)
                 }
-                FaultKind::Ramble => {
+                FaultKind::Ramble | FaultKind::RambleOpen => {
                     cut_off = true;
+                    let json = match fault.kind {
+                        FaultKind::Ramble => RAMBLE_JSON,
+                        _ => RAMBLE_OPEN_JSON,
+                    };
                     let prose = RAMBLE_PROSE.repeat(RAMBLE_REPEATS);
-                    (Some(format!("{RAMBLE_JSON}{prose}")), vec![], None)
+                    (Some(format!("{json}{prose}")), vec![], None)
                 }
                 FaultKind::Huge => {
                     return Err(LlmError::BadReply(

@@ -374,3 +374,34 @@ async fn auto_drops_a_forced_call_answered_in_text_and_asks_with_a_prefill() {
     assert_eq!((usage.calls, usage.wasted_calls), (2, 1));
     assert_eq!(llm.structured_output(), Some(StructuredOutput::Prompt));
 }
+
+/// A reply whose JSON never closes, still being written when `llm.timeout_seconds` comes, is kept
+/// as cut off there (what was read is counted), not thrown away as a time-out: the cut-off rule
+/// applies (one shorter re-ask with a higher limit), not the time-out's halved limit.
+#[tokio::test]
+async fn a_streamed_reply_still_being_written_at_the_time_limit_is_cut_off_there() {
+    let server = LlmServer::from_yaml(&format!(
+        "steps:\n  - fault: {{ kind: ramble_open }}\n  - reply: '{DECISION}'\n"
+    ));
+    let mut cfg = config(Wire::Anthropic, &server);
+    cfg.structured_output = StructuredOutput::Prompt;
+    cfg.timeout_seconds = 2;
+    let llm = budgeted(&cfg);
+    let mut asked = request("replan_decision.execution");
+    asked.max_tokens = Some(256);
+    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(reply.value.unwrap().confidence, 0.85);
+    assert_eq!(hang_ups_after_a_moment(&server).await, 1);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(max_tokens(&sent[1].body), Some(512), "raised, not halved");
+    let texts = sent[1].texts().join("\n");
+    assert!(texts.contains("cut off at the output limit"), "{texts}");
+    assert_eq!((reply.calls, reply.attempts.wasted_calls), (2, 1));
+    assert!(reply.attempts.wasted_ms >= 2000, "{:?}", reply.attempts);
+    let usage = llm.usage();
+    assert_eq!(usage.calls, 2);
+    assert!(usage.completion_tokens > 0, "what was read is counted");
+}

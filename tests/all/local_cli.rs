@@ -87,12 +87,18 @@ fn text(bytes: &[u8]) -> String {
 
 /// A model that cuts its first planning reply off and then only writes prose: the plan is never
 /// valid, so the run must fall back to one subtask and execute it with the tools.
-fn weak_model() -> Scenario {
+fn weak_model(wire: Wire) -> Scenario {
     let prose = format!(
         "  - when: {{ contains: \"{PLANNING}\" }}\n    reply: \"I would write a hello file using tool_name.\"\n"
     );
+    // In the Anthropic format the first planning call forces a tool (`auto`), which the weak
+    // model answers in prose: the client drops it at its first text and asks in `prompt` mode.
+    let probe = match wire {
+        Wire::OpenAi => String::new(),
+        Wire::Anthropic => prose.clone(),
+    };
     let overrides = format!(
-        "steps:\n  - when: {{ contains: \"{PLANNING}\" }}\n    fault: {{ kind: cut_off }}\n{}  - when: {{ contains: \"Execute subtask `t1`\" }}\n    tool_calls: [ {{ name: write_file, arguments: {{ path: hello.md, content: \"hello\\n\" }} }} ]\n",
+        "steps:\n{probe}  - when: {{ contains: \"{PLANNING}\" }}\n    fault: {{ kind: cut_off }}\n{}  - when: {{ contains: \"Execute subtask `t1`\" }}\n    tool_calls: [ {{ name: write_file, arguments: {{ path: hello.md, content: \"hello\\n\" }} }} ]\n",
         prose.repeat(6)
     );
     scenario(&overrides)
@@ -117,7 +123,7 @@ macro_rules! both_wires {
 both_wires!(a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted);
 
 fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: Wire) {
-    let llm = LlmServer::start(weak_model());
+    let llm = LlmServer::start(weak_model(wire));
     let (_origin, checkout) = checkout();
     let state = TempDir::new().unwrap();
     let dir = state.path().to_str().unwrap();
@@ -135,13 +141,24 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
         );
     }
     // The cut-off planning reply was re-asked shorter with a higher limit, never identically.
-    let first = &sent[0].body;
-    assert!(sent[0].texts().join("\n").contains(PLANNING));
+    let cut = match wire {
+        Wire::OpenAi => 0,
+        Wire::Anthropic => {
+            let (probe, prompt) = (&sent[0].body, &sent[1].body);
+            assert_eq!(probe["tool_choice"]["type"], "tool", "{probe}");
+            assert_eq!(prompt.get("tool_choice"), None, "{prompt}");
+            assert_eq!(prompt["max_tokens"], probe["max_tokens"]);
+            1
+        }
+    };
+    let first = &sent[cut].body;
+    assert!(sent[cut].texts().join("\n").contains(PLANNING));
     assert_ne!(
-        &sent[1].body, first,
+        &sent[cut + 1].body,
+        first,
         "a cut-off reply was retried identically"
     );
-    assert!(sent[1].body["max_tokens"].as_u64() > first["max_tokens"].as_u64());
+    assert!(sent[cut + 1].body["max_tokens"].as_u64() > first["max_tokens"].as_u64());
 
     // The subtask's first turn must act (a small model otherwise answers in prose); later
     // turns may give the final answer.

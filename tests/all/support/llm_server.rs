@@ -13,9 +13,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use replan::llm::scenario::{
-    CUT_OFF_REPLY, FaultKind, HUGE_REPLY_BYTES, Outcome, PROSE_REPLY, RAMBLE_JSON, RAMBLE_PROSE,
-    RAMBLE_REPEATS, Scenario, ScenarioPlayer, ScriptedToolCall, ScriptedUsage, Subject,
-    WRONG_SHAPE_REPLY,
+    CUT_OFF_REPLY, FaultKind, HUGE_REPLY_BYTES, Outcome, PROSE_REPLY, RAMBLE_JSON,
+    RAMBLE_OPEN_JSON, RAMBLE_PROSE, RAMBLE_REPEATS, Scenario, ScenarioPlayer, ScriptedToolCall,
+    ScriptedUsage, Subject, WRONG_SHAPE_REPLY,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -345,15 +345,23 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 let body = reply(Some(WRONG_SHAPE_REPLY), &[], None);
                 answer(&mut stream, &recorded, &body).await
             }
-            FaultKind::Ramble if streamed(&recorded) => {
-                if !ramble_streamed(&mut stream).await {
+            FaultKind::Ramble | FaultKind::RambleOpen if streamed(&recorded) => {
+                let json = match fault.kind {
+                    FaultKind::Ramble => RAMBLE_JSON,
+                    _ => RAMBLE_OPEN_JSON,
+                };
+                if !ramble_streamed(&mut stream, json).await {
                     shared
                         .hang_ups
                         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
             }
-            FaultKind::Ramble => {
-                let text = format!("{RAMBLE_JSON}{}", RAMBLE_PROSE.repeat(RAMBLE_REPEATS));
+            FaultKind::Ramble | FaultKind::RambleOpen => {
+                let json = match fault.kind {
+                    FaultKind::Ramble => RAMBLE_JSON,
+                    _ => RAMBLE_OPEN_JSON,
+                };
+                let text = format!("{json}{}", RAMBLE_PROSE.repeat(RAMBLE_REPEATS));
                 let body =
                     success_body(&recorded, Some(&text), &[], ScriptedUsage::default(), true);
                 respond(&mut stream, 200, &[], &body).await
@@ -435,9 +443,9 @@ fn message_start(message: &Value) -> Value {
     json!({"type": "message_start", "message": start})
 }
 
-/// [`RAMBLE_JSON`] a few characters at a time, then prose every 20 ms for up to 30 s; `false`
-/// when the client hung up before the end.
-async fn ramble_streamed(stream: &mut TcpStream) -> bool {
+/// `json` a few characters at a time, then prose every 20 ms for up to 30 s; `false` when the
+/// client hung up before the end.
+async fn ramble_streamed(stream: &mut TcpStream, json: &str) -> bool {
     let message = json!({"id": "msg_ramble", "type": "message", "role": "assistant",
         "model": "scripted-model", "content": [], "stop_reason": null,
         "usage": {"input_tokens": 100, "output_tokens": 0}});
@@ -445,7 +453,7 @@ async fn ramble_streamed(stream: &mut TcpStream) -> bool {
         message_start(&message),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
     ];
-    let chars: Vec<char> = RAMBLE_JSON.chars().collect();
+    let chars: Vec<char> = json.chars().collect();
     for piece in chars.chunks(5) {
         let text: String = piece.iter().collect();
         events.push(json!({"type": "content_block_delta", "index": 0,
