@@ -16,6 +16,14 @@ use super::structured::balanced_end;
 /// the text starts early (`{` or `<tool_call>`), and the caller re-asks for the call alone.
 const PROSE_CHARS: usize = 240;
 
+/// A JSON reply whose last [`LOOP_WORDS`] words hold no more than [`LOOP_DISTINCT`] different
+/// ones goes round in a loop (`"plan planning plan planning"`, one key over and over): a weak
+/// model never gets out of it, and would only fill the output limit. Checked every
+/// [`LOOP_CHECK_CHARS`] characters.
+const LOOP_WORDS: usize = 48;
+const LOOP_DISTINCT: usize = 8;
+const LOOP_CHECK_CHARS: usize = 100;
+
 /// Characters per token when the server did not say how many it wrote (a reply read only in
 /// part never gets to the final usage event).
 const CHARS_PER_TOKEN: usize = 4;
@@ -31,6 +39,8 @@ enum CutShort {
     Prose,
     /// The attempt's time limit came first: the reply is cut off there.
     OutOfTime,
+    /// The reply went round in a loop: cut off there, as it would be at the output limit.
+    Looping,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +63,8 @@ pub struct MessageStream {
     ended: bool,
     error: Option<String>,
     cut_short: Option<CutShort>,
+    /// Text length at the last loop check.
+    loop_checked_at: usize,
 }
 
 /// The reply text with the prefill in front: the API answers with the continuation only, but
@@ -63,6 +75,21 @@ pub fn with_prefill(prefill: &str, text: &str) -> String {
     } else {
         format!("{prefill}{text}")
     }
+}
+
+/// The end of `text` repeats a few words over and over (see [`LOOP_WORDS`]).
+fn repeats_itself(text: &str) -> bool {
+    let words: Vec<&str> = text
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .take(LOOP_WORDS)
+        .collect();
+    words.len() == LOOP_WORDS
+        && words
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            <= LOOP_DISTINCT
 }
 
 /// Where the JSON object that `text` starts with ends (the index of its closing `}`).
@@ -113,7 +140,7 @@ impl MessageStream {
             .unwrap_or_else(|| written.div_ceil(CHARS_PER_TOKEN) as u64);
         let stop_reason = match self.cut_short {
             Some(CutShort::JsonComplete | CutShort::Prose) => Some("end_turn".to_string()),
-            Some(CutShort::OutOfTime) => Some("max_tokens".to_string()),
+            Some(CutShort::OutOfTime | CutShort::Looping) => Some("max_tokens".to_string()),
             _ => self.stop_reason,
         };
         let mut body = self.message;
@@ -173,6 +200,17 @@ impl MessageStream {
         let Some(prefill) = &self.prefill else {
             return Flow::More;
         };
+        if text.len() >= self.loop_checked_at + LOOP_CHECK_CHARS {
+            self.loop_checked_at = text.len();
+            if repeats_itself(&text) {
+                tracing::warn!(
+                    chars = text.len(),
+                    "the reply goes round in a loop; it is read as cut off here"
+                );
+                self.cut_short = Some(CutShort::Looping);
+                return Flow::Enough;
+            }
+        }
         if !delta.contains('}') {
             return Flow::More;
         }
@@ -402,6 +440,26 @@ mod tests {
         let body = stream.into_body();
         assert_eq!(body["stop_reason"], "max_tokens");
         assert_eq!(body["content"][0]["text"], "{\"a\": [1, 2");
+    }
+
+    #[test]
+    fn a_json_reply_going_round_in_a_loop_is_cut_off_there() {
+        let mut stream = MessageStream::new(Some("{".into()), false);
+        let start = "{\"goal\": \"Add a hello file to the repository\", \"steps\": [\"read the README\", \"write hello.md with the word hello\", \"check the file\"], \"notes\": \"";
+        assert_eq!(stream.event(&text(start).to_string()), Flow::More);
+        let mut flows = Vec::new();
+        for _ in 0..40 {
+            flows.push(stream.event(&text("plan planning plan ").to_string()));
+        }
+        let read = flows.iter().position(|f| *f == Flow::Enough).unwrap();
+        assert!(read < 25, "{read}");
+        assert_eq!(stream.into_body()["stop_reason"], "max_tokens");
+        // Varied JSON of the same length is read on.
+        let mut stream = MessageStream::new(Some("{".into()), false);
+        for i in 0..60 {
+            let item = format!("\"item_{i}\": \"value number {i} of the list\", ");
+            assert_eq!(stream.event(&text(&item).to_string()), Flow::More);
+        }
     }
 
     #[test]

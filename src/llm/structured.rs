@@ -451,7 +451,12 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
                     .min(opts.output_ceiling)
                     .min(fits_in_time)
             })
-            .filter(|raised| request.max_tokens.is_some_and(|limit| *raised > limit));
+            // A few more tokens are no room: the re-ask would cost a whole call for nothing.
+            .filter(|raised| {
+                request
+                    .max_tokens
+                    .is_some_and(|limit| u64::from(*raised) * 2 >= u64::from(limit) * 3)
+            });
         let can_reask = opts.reask && first_error.is_none();
         if can_reask
             && cut_off
@@ -481,8 +486,13 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
         }
         let error = match &first_error {
             Some(first) => format!("{error} (after a re-ask; the first reply: {first})"),
+            None if cut_off && fits_in_time < u32::MAX => format!(
+                "{error} (no room to raise the limit by half: the ceiling is {}, and the server \
+                 writes about {fits_in_time} tokens within llm.timeout_seconds)",
+                opts.output_ceiling
+            ),
             None if cut_off => format!(
-                "{error} (no room to raise the limit: the ceiling is {})",
+                "{error} (no room to raise the limit by half: the ceiling is {})",
                 opts.output_ceiling
             ),
             None => error,
@@ -823,6 +833,11 @@ steps:
         let (limits, error) = ask(2048, Some(120)).await;
         assert_eq!(limits, [Some(2048)]);
         assert!(error.contains("no room to raise the limit"), "{error}");
+        // Nor for a few tokens more: 1800 fit, half as many again as 1300 do not.
+        let (limits, _) = ask(1300, Some(120)).await;
+        assert_eq!(limits, [Some(1300)]);
+        let (limits, _) = ask(1200, Some(120)).await;
+        assert_eq!(limits, [Some(1200), Some(1800)]);
         // Without a time-out the ceiling alone bounds it.
         let (limits, _) = ask(1024, None).await;
         assert_eq!(limits, [Some(1024), Some(2048)]);
