@@ -391,20 +391,21 @@ struct Reply {
 }
 
 impl Anthropic {
-    /// One request. A prefilled reply is streamed and read only until its JSON object closes;
-    /// under `auto` a forced call is streamed too, and dropped at its first text; a turn that
-    /// must call a tool, on a server known not to enforce it, is read only until its prose shows
-    /// no call is coming. Streamed replies still being written at the time limit are kept as cut
-    /// off there.
+    /// One request. Under `auto` a forced call is streamed and dropped at its first text. Once
+    /// the server is known not to enforce tool calls (or `prompt` was picked), every reply is
+    /// streamed and read only as far as it is of use: a prefilled one until its JSON object
+    /// closes, a turn that must call a tool until its prose shows no call is coming, any until it
+    /// goes round in a loop; one still being written at the time limit is kept as cut off there.
     async fn call(&self, request: &ChatRequest, shape: &ReplyShape<'_>) -> Result<Reply, LlmError> {
         let mut body = self.body(request, shape);
         let probing = self.auto && shape.forced.is_some();
+        let unenforced = !self.forced_tool.load(Ordering::Relaxed);
         let wants_call = request.require_tool_call
             && !request.tools.is_empty()
             && shape.forced.is_none()
             && shape.prefill.is_none()
-            && !self.forced_tool.load(Ordering::Relaxed);
-        if shape.prefill.is_none() && !probing && !wants_call {
+            && unenforced;
+        if shape.prefill.is_none() && !probing && !unenforced {
             let body = self
                 .http
                 .post_json(&self.url, &self.headers, &body, &request.purpose)
@@ -419,11 +420,7 @@ impl Anthropic {
         let streamed = self
             .http
             .post_stream(&self.url, &self.headers, &body, &request.purpose, || {
-                if wants_call {
-                    MessageStream::wanting_a_call()
-                } else {
-                    MessageStream::new(prefill.clone(), probing)
-                }
+                MessageStream::new(prefill.clone(), probing).wanting_a_call(wants_call)
             })
             .await?;
         Ok(match streamed {

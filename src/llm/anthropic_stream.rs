@@ -16,7 +16,7 @@ use super::structured::balanced_end;
 /// the text starts early (`{` or `<tool_call>`), and the caller re-asks for the call alone.
 const PROSE_CHARS: usize = 240;
 
-/// A JSON reply whose last [`LOOP_WORDS`] words hold no more than [`LOOP_DISTINCT`] different
+/// A reply whose last [`LOOP_WORDS`] words hold no more than [`LOOP_DISTINCT`] different
 /// ones goes round in a loop (`"plan planning plan planning"`, one key over and over): a weak
 /// model never gets out of it, and would only fill the output limit. Checked every
 /// [`LOOP_CHECK_CHARS`] characters.
@@ -109,12 +109,9 @@ impl MessageStream {
         }
     }
 
-    /// A turn that must call a tool on a server that does not enforce it.
-    pub fn wanting_a_call() -> Self {
-        MessageStream {
-            wants_call: true,
-            ..Default::default()
-        }
+    /// `wants_call`: the turn must call a tool, on a server that does not enforce it.
+    pub fn wanting_a_call(self, wants_call: bool) -> Self {
+        MessageStream { wants_call, ..self }
     }
 
     /// The reply was abandoned at the first text of a forced tool call.
@@ -197,9 +194,6 @@ impl MessageStream {
                 return Flow::Enough;
             }
         }
-        let Some(prefill) = &self.prefill else {
-            return Flow::More;
-        };
         if text.len() >= self.loop_checked_at + LOOP_CHECK_CHARS {
             self.loop_checked_at = text.len();
             if repeats_itself(&text) {
@@ -211,6 +205,9 @@ impl MessageStream {
                 return Flow::Enough;
             }
         }
+        let Some(prefill) = &self.prefill else {
+            return Flow::More;
+        };
         if !delta.contains('}') {
             return Flow::More;
         }
@@ -414,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_turn_that_must_call_a_tool_is_read_until_its_prose_shows_no_call() {
-        let mut stream = MessageStream::wanting_a_call();
+        let mut stream = MessageStream::default().wanting_a_call(true);
         let line = "The plan is to add a hello file. ";
         let flows: Vec<Flow> = (0..10)
             .map(|_| stream.event(&text(line).to_string()))
@@ -423,10 +420,11 @@ mod tests {
         assert_eq!(read, PROSE_CHARS.div_ceil(line.len()));
         assert_eq!(stream.into_body()["stop_reason"], "end_turn");
         // A call written in the text is read whole.
-        let mut stream = MessageStream::wanting_a_call();
+        let mut stream = MessageStream::default().wanting_a_call(true);
         stream.event(&text("Let me look: {\"tool\": \"list_files\", ").to_string());
-        for _ in 0..10 {
-            assert_eq!(stream.event(&text(line).to_string()), Flow::More);
+        for i in 0..10 {
+            let part = format!("part {i} of what comes after the call, ");
+            assert_eq!(stream.event(&text(&part).to_string()), Flow::More);
         }
     }
 
@@ -460,6 +458,16 @@ mod tests {
             let item = format!("\"item_{i}\": \"value number {i} of the list\", ");
             assert_eq!(stream.event(&text(&item).to_string()), Flow::More);
         }
+    }
+
+    #[test]
+    fn a_text_reply_going_round_in_a_loop_is_cut_off_too() {
+        let mut stream = MessageStream::new(None, false);
+        let flows: Vec<Flow> = (0..100)
+            .map(|_| stream.event(&text("Accounts-").to_string()))
+            .collect();
+        assert!(flows.contains(&Flow::Enough));
+        assert_eq!(stream.into_body()["stop_reason"], "max_tokens");
     }
 
     #[test]

@@ -443,8 +443,8 @@ fn message_start(message: &Value) -> Value {
     json!({"type": "message_start", "message": start})
 }
 
-/// `json` a few characters at a time, then prose every 20 ms for up to 30 s; `false` when the
-/// client hung up before the end.
+/// `json` a few characters at a time, then numbered prose every 20 ms for up to 30 s; `false`
+/// when the client hung up before the end.
 async fn ramble_streamed(stream: &mut TcpStream, json: &str) -> bool {
     let message = json!({"id": "msg_ramble", "type": "message", "role": "assistant",
         "model": "scripted-model", "content": [], "stop_reason": null,
@@ -471,10 +471,11 @@ async fn ramble_streamed(stream: &mut TcpStream, json: &str) -> bool {
             return false;
         }
     }
-    let prose = json!({"type": "content_block_delta", "index": 0,
-                       "delta": {"type": "text_delta", "text": RAMBLE_PROSE}});
-    for _ in 0..1500 {
+    // Numbered, so that it does not go round in a loop a client would stop at.
+    for part in 0..1500 {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let prose = json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": format!("{RAMBLE_PROSE}({part}) ")}});
         let sent = stream.write_all(sse(&prose).as_bytes()).await;
         if sent.is_err() || stream.flush().await.is_err() {
             return false;
