@@ -5,7 +5,8 @@
 
 use replan::config::{LlmConfig, StructuredOutput};
 use replan::llm::{
-    Budgeted, ChatRequest, Llm, Message, StructuredOptions, ask_json, create_provider,
+    Budgeted, ChatRequest, Llm, Message, StructuredOptions, StructuredReply, ask_json,
+    create_provider,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -33,6 +34,15 @@ fn request(purpose: &str) -> ChatRequest {
         purpose: purpose.into(),
         ..Default::default()
     }
+}
+
+/// A decision asked for with an output limit of its own.
+async fn ask_with_limit(llm: &Budgeted, purpose: &str, limit: u32) -> StructuredReply<Decision> {
+    let mut asked = request(purpose);
+    asked.max_tokens = Some(limit);
+    ask_json::<Decision>(llm, asked, &StructuredOptions::default())
+        .await
+        .unwrap()
 }
 
 fn max_tokens(body: &Value) -> Option<u64> {
@@ -73,11 +83,7 @@ async fn a_cut_off_reply_is_reasked_shorter_with_a_higher_limit(wire: Wire) {
     ));
     let cfg = text_reply_config(wire, &server);
     let llm = budgeted(&cfg);
-    let mut asked = request("replan_decision.execution");
-    asked.max_tokens = Some(256);
-    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
-        .await
-        .unwrap();
+    let reply = ask_with_limit(&llm, "replan_decision.execution", 256).await;
     assert_eq!(reply.value.unwrap().confidence, 0.85);
     let sent = server.requests();
     assert_eq!(sent.len(), 2);
@@ -103,11 +109,7 @@ async fn a_cut_off_reply_at_the_ceiling_is_invalid_without_a_retry(wire: Wire) {
         "steps:\n  - fault: {{ kind: cut_off }}\n  - reply: '{DECISION}'\n"
     ));
     let llm = budgeted(&text_reply_config(wire, &server));
-    let mut asked = request("planning");
-    asked.max_tokens = Some(4096);
-    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
-        .await
-        .unwrap();
+    let reply = ask_with_limit(&llm, "planning", 4096).await;
     let failure = reply.value.unwrap_err();
     assert!(failure.error.contains("cut off"), "{}", failure.error);
     assert!(failure.error.contains("no room"), "{}", failure.error);
@@ -140,11 +142,7 @@ async fn a_timed_out_call_is_reasked_with_a_lower_limit_and_both_are_counted(wir
     let mut cfg = config(wire, &server);
     cfg.timeout_seconds = 1;
     let llm = budgeted(&cfg);
-    let mut asked = request("replan_decision.execution");
-    asked.max_tokens = Some(400);
-    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
-        .await
-        .unwrap();
+    let reply = ask_with_limit(&llm, "replan_decision.execution", 400).await;
     assert_eq!(reply.value.unwrap().confidence, 0.85);
     let sent = server.requests();
     assert_eq!(sent.len(), 2, "one timed-out call and one re-ask");
@@ -310,13 +308,7 @@ async fn a_streamed_reply_is_read_until_its_json_closes_and_the_rest_is_dropped(
         .unwrap();
     // The ramble goes on for 30 s unless the client hangs up.
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
-    assert_eq!(
-        reply.value.unwrap(),
-        Decision {
-            should_replan: false,
-            confidence: 0.9
-        }
-    );
+    assert_eq!(reply.value.unwrap().confidence, 0.9);
     assert_eq!((reply.calls, reply.reasked), (1, false));
     assert_eq!(hang_ups_after_a_moment(&server).await, 1);
     let sent = server.requests();
@@ -387,11 +379,7 @@ async fn a_streamed_reply_still_being_written_at_the_time_limit_is_cut_off_there
     cfg.structured_output = StructuredOutput::Prompt;
     cfg.timeout_seconds = 2;
     let llm = budgeted(&cfg);
-    let mut asked = request("replan_decision.execution");
-    asked.max_tokens = Some(256);
-    let reply = ask_json::<Decision>(&llm, asked, &StructuredOptions::default())
-        .await
-        .unwrap();
+    let reply = ask_with_limit(&llm, "replan_decision.execution", 256).await;
     assert_eq!(reply.value.unwrap().confidence, 0.85);
     assert_eq!(hang_ups_after_a_moment(&server).await, 1);
     let sent = server.requests();
