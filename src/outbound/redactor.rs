@@ -5,7 +5,8 @@
 //! All matches are collected on the original text, overlapping ones merged, and each merged
 //! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
 
-use regex::Regex;
+use aho_corasick::AhoCorasick;
+use regex::{Regex, RegexSet};
 use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::{Arc, LazyLock, PoisonError, RwLock};
@@ -19,33 +20,43 @@ pub const MIN_SECRET_LEN: usize = 6;
 
 /// Token shapes. When a pattern has a group named `s`, only that group is the secret (the
 /// header name around it stays readable).
+const PATTERN_SOURCES: [&str; 9] = [
+    // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
+    r"gh[pousr]_[A-Za-z0-9_]{20,}",
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
+    r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
+    r"GR1348941[A-Za-z0-9_\-]{16,}",
+    // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
+    // and `risk-...` words out.
+    r"\bsk-ant-[A-Za-z0-9_\-]{16,}",
+    r"\bsk-[A-Za-z0-9_\-]{16,}",
+    r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
+    r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
+    r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
+];
+
 static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
-        // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
-        r"gh[pousr]_[A-Za-z0-9_]{20,}",
-        r"github_pat_[A-Za-z0-9_]{20,}",
-        // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
-        r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
-        r"GR1348941[A-Za-z0-9_\-]{16,}",
-        // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
-        // and `risk-...` words out.
-        r"\bsk-ant-[A-Za-z0-9_\-]{16,}",
-        r"\bsk-[A-Za-z0-9_\-]{16,}",
-        r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
-        r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
-        r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
-    ]
-    .iter()
-    .map(|p| Regex::new(p).expect("valid redaction pattern"))
-    .collect()
+    PATTERN_SOURCES
+        .iter()
+        .map(|p| Regex::new(p).expect("valid redaction pattern"))
+        .collect()
 });
+
+/// All the shapes in one automaton: one pass over a text says which shapes occur at all, so
+/// the (costlier) captures run only for those, and usually for none.
+static SHAPES: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(PATTERN_SOURCES).expect("valid redaction patterns"));
 
 /// Redacts known secret values and recognised token shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     /// Longest first, each line of a multi-line value included separately, each with its
     /// encoded forms (see [`encoded_forms`]).
-    known: Vec<String>,
+    known: Arc<[String]>,
+    /// `known` in one automaton, built once: every text leaving the process is searched for
+    /// all of them in a single pass (None when there are none).
+    searcher: Option<Arc<AhoCorasick>>,
     /// The values as given, for [`Redactor::with_more`].
     originals: Vec<String>,
 }
@@ -127,8 +138,16 @@ impl Redactor {
             }
         }
         known.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        let originals = secrets_given;
-        Redactor { known, originals }
+        // Standard semantics for overlapping search: every occurrence of every value, also
+        // those inside or across another (`aaaa` twice in `aaaaa`).
+        let searcher = (!known.is_empty()).then(|| {
+            Arc::new(AhoCorasick::new(&known).expect("known secret values fit an automaton"))
+        });
+        Redactor {
+            known: known.into(),
+            searcher,
+            originals: secrets_given,
+        }
     }
 
     /// The known values (for tests and `--explain`-style output, never for logs).
@@ -159,6 +178,10 @@ impl Redactor {
     }
 
     fn redact_with<'a>(&self, text: &'a str, shapes: bool) -> Cow<'a, str> {
+        // Every known value and every shape is longer than this.
+        if text.len() < MIN_SECRET_LEN {
+            return Cow::Borrowed(text);
+        }
         let mut current = Cow::Borrowed(text);
         // A mask can join the text around it into a secret again (a secret containing `***`);
         // repeating until nothing changes rules that out. Passes shorten the text; the cap is
@@ -187,17 +210,22 @@ impl Redactor {
     /// Byte ranges of secrets, sorted and merged.
     fn secret_spans(&self, text: &str, shapes: bool) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
-        for secret in &self.known {
-            // Overlapping occurrences too (`aaaa` in `aaaaa`): step one character at a time.
-            let mut from = 0;
-            while let Some(found) = text[from..].find(secret.as_str()) {
-                let start = from + found;
-                spans.push((start, start + secret.len()));
-                from = start + text[start..].chars().next().map_or(1, char::len_utf8);
-            }
+        if let Some(searcher) = &self.searcher {
+            // Values are UTF-8 like the text, so a match always starts and ends on a character
+            // boundary.
+            spans.extend(
+                searcher
+                    .find_overlapping_iter(text)
+                    .map(|m| (m.start(), m.end())),
+            );
         }
-        for pattern in PATTERNS.iter().filter(|_| shapes) {
-            for caps in pattern.captures_iter(text) {
+        let present: Vec<usize> = if shapes {
+            SHAPES.matches(text).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        for i in present {
+            for caps in PATTERNS[i].captures_iter(text) {
                 let m = caps
                     .name("s")
                     .unwrap_or_else(|| caps.get(0).expect("group 0"));
