@@ -6,10 +6,10 @@
 //! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
 
 use aho_corasick::AhoCorasick;
-use regex::{Regex, RegexSet};
+use regex::Regex;
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
@@ -18,35 +18,76 @@ pub const MASK: &str = "***";
 /// make logs unreadable and such values protect nothing.
 pub const MIN_SECRET_LEN: usize = 6;
 
-/// Token shapes. When a pattern has a group named `s`, only that group is the secret (the
-/// header name around it stays readable).
-const PATTERN_SOURCES: [&str; 9] = [
+/// Token shapes, each with the literals one of its matches must contain (compared ignoring
+/// ASCII case). When a pattern has a group named `s`, only that group is the secret (the header
+/// name around it stays readable).
+const SHAPES: [(&[&str], &str); 9] = [
     // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
-    r"gh[pousr]_[A-Za-z0-9_]{20,}",
-    r"github_pat_[A-Za-z0-9_]{20,}",
+    (
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        r"gh[pousr]_[A-Za-z0-9_]{20,}",
+    ),
+    (&["github_pat_"], r"github_pat_[A-Za-z0-9_]{20,}"),
     // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
-    r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
-    r"GR1348941[A-Za-z0-9_\-]{16,}",
+    (
+        &[
+            "glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "gloas-", "glimt-", "glft-", "glsoat-",
+            "glagent-", "glffct-", "glwt-",
+        ],
+        r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
+    ),
+    (&["GR1348941"], r"GR1348941[A-Za-z0-9_\-]{16,}"),
     // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
     // and `risk-...` words out.
-    r"\bsk-ant-[A-Za-z0-9_\-]{16,}",
-    r"\bsk-[A-Za-z0-9_\-]{16,}",
-    r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
-    r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
-    r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
+    (&["sk-ant-"], r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    (&["sk-"], r"\bsk-[A-Za-z0-9_\-]{16,}"),
+    (
+        &["bearer"],
+        r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
+    ),
+    (
+        &["authorization"],
+        r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
+    ),
+    (
+        &["private-token", "job-token", "api-key"],
+        r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
+    ),
 ];
 
-static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    PATTERN_SOURCES
+/// Every shape's literals in one automaton, each mapped to its shape: one pass over a text says
+/// which shapes can occur at all, so a shape's regex is compiled (once per process) and run only
+/// when its literal is there — for most texts, and most runs, never.
+static SHAPE_LITERALS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let (literals, shapes): (Vec<&str>, Vec<usize>) = SHAPES
         .iter()
-        .map(|p| Regex::new(p).expect("valid redaction pattern"))
-        .collect()
+        .enumerate()
+        .flat_map(|(i, (literals, _))| literals.iter().map(move |l| (*l, i)))
+        .unzip();
+    let searcher = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(literals)
+        .expect("shape literals fit an automaton");
+    (searcher, shapes)
 });
 
-/// All the shapes in one automaton: one pass over a text says which shapes occur at all, so
-/// the (costlier) captures run only for those, and usually for none.
-static SHAPES: LazyLock<RegexSet> =
-    LazyLock::new(|| RegexSet::new(PATTERN_SOURCES).expect("valid redaction patterns"));
+static SHAPE_REGEXES: [OnceLock<Regex>; SHAPES.len()] = [const { OnceLock::new() }; SHAPES.len()];
+
+fn shape_regex(i: usize) -> &'static Regex {
+    SHAPE_REGEXES[i].get_or_init(|| Regex::new(SHAPES[i].1).expect("valid redaction pattern"))
+}
+
+/// The shapes whose literals occur in `text`, in order.
+fn shapes_present(text: &str) -> Vec<usize> {
+    let (searcher, shapes) = &*SHAPE_LITERALS;
+    let mut present: Vec<usize> = searcher
+        .find_overlapping_iter(text)
+        .map(|m| shapes[m.pattern().as_usize()])
+        .collect();
+    present.sort_unstable();
+    present.dedup();
+    present
+}
 
 /// Redacts known secret values and recognised token shapes.
 #[derive(Debug, Clone, Default)]
@@ -161,8 +202,16 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        let more: Vec<String> = secrets
+            .into_iter()
+            .map(|s| s.as_ref().to_owned())
+            .filter(|s| !self.originals.contains(s))
+            .collect();
+        // Every LLM client adds its key again: no new value, no new automaton.
+        if more.is_empty() {
+            return self.clone();
+        }
         let mine = self.originals.iter().map(String::as_str);
-        let more: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
         Redactor::new(mine.chain(more.iter().map(String::as_str)))
     }
 
@@ -219,13 +268,13 @@ impl Redactor {
                     .map(|m| (m.start(), m.end())),
             );
         }
-        let present: Vec<usize> = if shapes {
-            SHAPES.matches(text).into_iter().collect()
+        let present = if shapes {
+            shapes_present(text)
         } else {
             Vec::new()
         };
         for i in present {
-            for caps in PATTERNS[i].captures_iter(text) {
+            for caps in shape_regex(i).captures_iter(text) {
                 let m = caps
                     .name("s")
                     .unwrap_or_else(|| caps.get(0).expect("group 0"));
@@ -430,6 +479,30 @@ mod tests {
 
     fn redact(text: &str) -> String {
         Redactor::default().redact(text).into_owned()
+    }
+
+    /// A shape's regex runs only where one of its literals is found: the literals must be found
+    /// in every case the regex accepts.
+    #[test]
+    fn shapes_are_found_through_their_literals_in_any_case() {
+        let r = Redactor::default();
+        for (text, masked) in [
+            ("AUTHORIZATION=abc123456", "AUTHORIZATION=***"),
+            ("X-Goog-Api-Key: AIzaSyABCDEF", "X-Goog-Api-Key: ***"),
+            ("BEARER abcdefgh1234", "BEARER ***"),
+            ("Job-Token=abcdef1234", "Job-Token=***"),
+        ] {
+            assert_eq!(r.redact(text), masked, "{text}");
+        }
+        for (i, (literals, _)) in SHAPES.iter().enumerate() {
+            for literal in *literals {
+                assert!(
+                    shapes_present(&literal.to_uppercase()).contains(&i),
+                    "{literal}"
+                );
+            }
+        }
+        assert!(shapes_present("no token here, only plain words").is_empty());
     }
 
     #[test]
