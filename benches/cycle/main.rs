@@ -99,19 +99,20 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
     println!("## Whole cycle (`replan run` on an `issues.opened` event)\n");
     println!(
         "Wall = spawn to exit of the release binary; \"minus LLM\" subtracts the time the scripted \
-         server spent answering (its handler, not the loopback round trip). Median (min) of the \
-         repetitions.\n"
+         server spent answering (its handler, not the loopback round trip). CPU = user + system \
+         time of `replan` and the `git` processes it ran. Median (min) of the repetitions.\n"
     );
     println!(
-        "| subtasks | reps | LLM round trips | forge requests | wall ms | wall minus LLM ms | peak RSS MiB |"
+        "| subtasks | reps | LLM round trips | forge requests | wall ms | wall minus LLM ms | CPU ms | peak RSS MiB |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut tokens20 = None;
     for (n, reps) in [(5usize, 7usize), (20, 7), (100, 3)] {
         let reps = if quick { 2 } else { reps };
         let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
         let mut world = World::new();
         let (mut wall, mut net, mut rss) = (Samples::default(), Samples::default(), 0i64);
+        let mut cpu = Samples::default();
         let (mut trips, mut forge_requests) = (0, 0);
         for rep in 0..reps {
             let (number, payload) = world.new_issue("Write the notes", "One notes file per step.");
@@ -128,6 +129,7 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
                 requests.len()
             );
             wall.push(ms(result.wall));
+            cpu.push(ms(result.cpu));
             net.push(ms(result.wall) - ms(handler));
             rss = rss.max(result.max_rss_kib);
             trips = requests.len();
@@ -146,11 +148,12 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
             report.set("cycle100_peak_rss_mib", rss as f64 / 1024.0);
         }
         println!(
-            "| {n} | {reps} | {trips} | {forge_requests} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} |",
+            "| {n} | {reps} | {trips} | {forge_requests} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} | {:.1} |",
             wall.median(),
             wall.min(),
             net.median(),
             net.min(),
+            cpu.median(),
             rss as f64 / 1024.0
         );
     }

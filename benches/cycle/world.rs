@@ -28,6 +28,9 @@ pub struct RunResult {
     pub wall: Duration,
     /// Peak resident set of the `replan` process (KiB), from `wait4`'s `ru_maxrss`.
     pub max_rss_kib: i64,
+    /// CPU time (user + system) of the `replan` process and the children it reaped (`git`):
+    /// steadier than wall time on a shared machine.
+    pub cpu: Duration,
     pub exit_code: i32,
     pub stderr: String,
     /// The step outputs the run wrote (`status`, `tasks_done`, ...).
@@ -174,10 +177,15 @@ pub fn measure(mut command: Command) -> RunResult {
     RunResult {
         wall,
         max_rss_kib: rusage.ru_maxrss,
+        cpu: timeval(rusage.ru_utime) + timeval(rusage.ru_stime),
         exit_code: code,
         stderr: std::fs::read_to_string(stderr_file.path()).unwrap_or_default(),
         outputs: BTreeMap::new(),
     }
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
 }
 
 fn wait4(pid: u32) -> (i32, libc::rusage) {

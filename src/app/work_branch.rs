@@ -1,5 +1,6 @@
 //! Work that survives a fresh checkout: before the history commits a finished task, after
-//! finished tasks (at most once per `SAVE_INTERVAL`) and at the end of the run the working tree
+//! finished tasks (at most once per `history.save_work_every_seconds`) and at the end of the run
+//! the working tree
 //! is committed to `replan/work/<thread>` and pushed,
 //! and a run that resumes a thread on a clean checkout brings those files back before it goes
 //! on. (A CI re-run starts from a new clone; without this the tasks already ticked off would have
@@ -53,17 +54,19 @@ pub struct WorkBranchReporter {
     author: CommitAuthor,
     /// Tasks done at the last save, and what the saves so far know about the branch.
     saved: Mutex<(usize, Option<Snapshots>)>,
-    /// When the branch was last saved during the cycle: saves between tasks are at most one per
-    /// [`SAVE_INTERVAL`] (each costs a few `git` processes and a push, which would dominate a
-    /// fast cycle's overhead); the end of the run always saves.
-    last_save: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Tasks done as the last progress report saw them: a save before the history commits
+    /// holds at least their work, so the end of the run need not save the same tree again.
+    seen_done: std::sync::atomic::AtomicUsize,
+    /// When the branch was last saved, or the run started: saves between tasks are at most one
+    /// per `interval` (each costs a few `git` processes and a push, which would dominate a
+    /// fast cycle's overhead), counted from the start so a run shorter than that saves once, at
+    /// its end (a run killed before then loses no more than one interval, as between saves).
+    last_save: std::sync::Mutex<std::time::Instant>,
+    interval: std::time::Duration,
     /// When the snapshot of the last save that reached the forge was taken (see
     /// [`crate::app::history_sink::BeforeCommit::saved_at`]).
     saved_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
-
-/// The least time between two saves of the work branch while the cycle runs.
-pub const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl WorkBranchReporter {
     pub fn new(
@@ -73,6 +76,7 @@ impl WorkBranchReporter {
         publisher: Arc<dyn Publisher>,
         author: CommitAuthor,
         tasks_done: usize,
+        interval: std::time::Duration,
     ) -> Self {
         WorkBranchReporter {
             inner,
@@ -81,21 +85,29 @@ impl WorkBranchReporter {
             publisher,
             author,
             saved: Mutex::new((tasks_done, None)),
-            last_save: std::sync::Mutex::new(None),
+            seen_done: std::sync::atomic::AtomicUsize::new(tasks_done),
+            last_save: std::sync::Mutex::new(std::time::Instant::now()),
+            interval,
             saved_at: std::sync::Mutex::new(None),
         }
     }
 
-    /// A save between tasks, skipped while the last one is younger than [`SAVE_INTERVAL`].
+    /// A save between tasks, skipped while the last one is younger than the interval.
     async fn save_between_tasks(&self, state: &SessionState) {
-        let recent = self
-            .last_save
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some_and(|at| at.elapsed() < SAVE_INTERVAL);
-        if !recent {
+        self.seen_done
+            .fetch_max(state.tasks_done(), std::sync::atomic::Ordering::Relaxed);
+        if !self.saved_recently() {
             self.save(state).await;
         }
+    }
+
+    /// The last save (or the start of the run) is younger than the interval.
+    fn saved_recently(&self) -> bool {
+        self.last_save
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+            < self.interval
     }
 
     async fn save(&self, state: &SessionState) {
@@ -115,7 +127,7 @@ impl WorkBranchReporter {
     /// Commit the working tree to the work branch and push it when it changed.
     async fn commit_and_push(&self, saved: &mut (usize, Option<Snapshots>), message: String) {
         let started = std::time::Instant::now();
-        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+        *self.last_save.lock().unwrap_or_else(|e| e.into_inner()) = started;
         let branch = work_branch(&self.thread);
         let (repo, name, author, known) = (
             self.workspace.clone(),
@@ -160,6 +172,10 @@ impl WorkBranchReporter {
 impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
     async fn before_commit(&self) {
         let mut saved = self.saved.lock().await;
+        // The working tree now holds every task reported done so far.
+        saved.0 = saved
+            .0
+            .max(self.seen_done.load(std::sync::atomic::Ordering::Relaxed));
         let message = format!(
             "Replan: work on {} before the history records finished tasks",
             self.thread
@@ -172,8 +188,7 @@ impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
     }
 
     fn saved_recently(&self) -> bool {
-        self.saved_at()
-            .is_some_and(|at| at.elapsed() < SAVE_INTERVAL)
+        WorkBranchReporter::saved_recently(self)
     }
 }
 

@@ -31,7 +31,7 @@ pub struct ParsedHistory {
 /// One entry as a JSON line, without the newline.
 pub fn to_line(entry: &Entry) -> String {
     let value = serde_json::to_value(entry).expect("history entries always serialise");
-    serde_json::to_string(&crate::outbound::redact_json(&value))
+    serde_json::to_string(&crate::outbound::redact_owned_json(value))
         .expect("history entries always serialise")
 }
 

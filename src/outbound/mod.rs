@@ -115,25 +115,49 @@ pub fn redact_json(value: &Value) -> Value {
 
 /// [`redact_json`] with a given redactor (one snapshot for a whole document).
 pub fn redact_json_with(redactor: &Redactor, value: &Value) -> Value {
+    let mut copy = value.clone();
+    redact_json_in_place(redactor, &mut copy);
+    copy
+}
+
+/// [`redact_json`] on a value the caller owns: only the strings that hold a secret are replaced,
+/// nothing else is copied (every history line and LLM request passes here).
+pub fn redact_owned_json(mut value: Value) -> Value {
+    redact_json_in_place(&SECRETS.current(), &mut value);
+    value
+}
+
+fn redact_json_in_place(redactor: &Redactor, value: &mut Value) {
     match value {
-        Value::String(text) => Value::String(redactor.redact(text).into_owned()),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| redact_json_with(redactor, item))
-                .collect(),
-        ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, item)| {
-                    (
-                        redactor.redact(key).into_owned(),
-                        redact_json_with(redactor, item),
-                    )
-                })
-                .collect(),
-        ),
-        other => other.clone(),
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(masked) = redactor.redact(text) {
+                *text = masked;
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                redact_json_in_place(redactor, item);
+            }
+        }
+        Value::Object(map) => {
+            let masks_a_key = map
+                .keys()
+                .any(|key| matches!(redactor.redact(key), std::borrow::Cow::Owned(_)));
+            if masks_a_key {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(key, mut item)| {
+                        redact_json_in_place(redactor, &mut item);
+                        (redactor.redact(&key).into_owned(), item)
+                    })
+                    .collect();
+            } else {
+                for item in map.values_mut() {
+                    redact_json_in_place(redactor, item);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

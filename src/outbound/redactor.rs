@@ -5,10 +5,11 @@
 //! All matches are collected on the original text, overlapping ones merged, and each merged
 //! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
 
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
@@ -17,35 +18,86 @@ pub const MASK: &str = "***";
 /// make logs unreadable and such values protect nothing.
 pub const MIN_SECRET_LEN: usize = 6;
 
-/// Token shapes. When a pattern has a group named `s`, only that group is the secret (the
-/// header name around it stays readable).
-static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
-        // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
+/// Token shapes, each with the literals one of its matches must contain (compared ignoring
+/// ASCII case). When a pattern has a group named `s`, only that group is the secret (the header
+/// name around it stays readable).
+const SHAPES: [(&[&str], &str); 9] = [
+    // GitHub: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained PATs.
+    (
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
         r"gh[pousr]_[A-Za-z0-9_]{20,}",
-        r"github_pat_[A-Za-z0-9_]{20,}",
-        // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
+    ),
+    (&["github_pat_"], r"github_pat_[A-Za-z0-9_]{20,}"),
+    // GitLab: personal/deploy/runner/CI-build/trigger/OAuth/... tokens, runner registration.
+    (
+        &[
+            "glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "gloas-", "glimt-", "glft-", "glsoat-",
+            "glagent-", "glffct-", "glwt-",
+        ],
         r"(?:glpat|gldt|glrt|glcbt|glptt|gloas|glimt|glft|glsoat|glagent|glffct|glwt)-[A-Za-z0-9_.\-]{16,}",
-        r"GR1348941[A-Za-z0-9_\-]{16,}",
-        // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
-        // and `risk-...` words out.
-        r"\bsk-ant-[A-Za-z0-9_\-]{16,}",
-        r"\bsk-[A-Za-z0-9_\-]{16,}",
+    ),
+    (&["GR1348941"], r"GR1348941[A-Za-z0-9_\-]{16,}"),
+    // Anthropic and OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-); `\b` keeps `task-...`
+    // and `risk-...` words out.
+    (&["sk-ant-"], r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    (&["sk-"], r"\bsk-[A-Za-z0-9_\-]{16,}"),
+    (
+        &["bearer"],
         r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
+    ),
+    (
+        &["authorization"],
         r#"(?i)\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?P<s>[^"\r\n]+)"#,
+    ),
+    (
+        &["private-token", "job-token", "api-key"],
         r#"(?i)\b(?:private-token|job-token|x-api-key|api-key|x-goog-api-key)"?\s*[:=]\s*"?(?P<s>[^"\s,;]+)"#,
-    ]
-    .iter()
-    .map(|p| Regex::new(p).expect("valid redaction pattern"))
-    .collect()
+    ),
+];
+
+/// Every shape's literals in one automaton, each mapped to its shape: one pass over a text says
+/// which shapes can occur at all, so a shape's regex is compiled (once per process) and run only
+/// when its literal is there — for most texts, and most runs, never.
+static SHAPE_LITERALS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let (literals, shapes): (Vec<&str>, Vec<usize>) = SHAPES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (literals, _))| literals.iter().map(move |l| (*l, i)))
+        .unzip();
+    let searcher = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(literals)
+        .expect("shape literals fit an automaton");
+    (searcher, shapes)
 });
+
+static SHAPE_REGEXES: [OnceLock<Regex>; SHAPES.len()] = [const { OnceLock::new() }; SHAPES.len()];
+
+fn shape_regex(i: usize) -> &'static Regex {
+    SHAPE_REGEXES[i].get_or_init(|| Regex::new(SHAPES[i].1).expect("valid redaction pattern"))
+}
+
+/// The shapes whose literals occur in `text`, in order.
+fn shapes_present(text: &str) -> Vec<usize> {
+    let (searcher, shapes) = &*SHAPE_LITERALS;
+    let mut present: Vec<usize> = searcher
+        .find_overlapping_iter(text)
+        .map(|m| shapes[m.pattern().as_usize()])
+        .collect();
+    present.sort_unstable();
+    present.dedup();
+    present
+}
 
 /// Redacts known secret values and recognised token shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     /// Longest first, each line of a multi-line value included separately, each with its
     /// encoded forms (see [`encoded_forms`]).
-    known: Vec<String>,
+    known: Arc<[String]>,
+    /// `known` in one automaton, built once: every text leaving the process is searched for
+    /// all of them in a single pass (None when there are none).
+    searcher: Option<Arc<AhoCorasick>>,
     /// The values as given, for [`Redactor::with_more`].
     originals: Vec<String>,
 }
@@ -127,8 +179,16 @@ impl Redactor {
             }
         }
         known.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        let originals = secrets_given;
-        Redactor { known, originals }
+        // Standard semantics for overlapping search: every occurrence of every value, also
+        // those inside or across another (`aaaa` twice in `aaaaa`).
+        let searcher = (!known.is_empty()).then(|| {
+            Arc::new(AhoCorasick::new(&known).expect("known secret values fit an automaton"))
+        });
+        Redactor {
+            known: known.into(),
+            searcher,
+            originals: secrets_given,
+        }
     }
 
     /// The known values (for tests and `--explain`-style output, never for logs).
@@ -142,8 +202,16 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        let more: Vec<String> = secrets
+            .into_iter()
+            .map(|s| s.as_ref().to_owned())
+            .filter(|s| !self.originals.contains(s))
+            .collect();
+        // Every LLM client adds its key again: no new value, no new automaton.
+        if more.is_empty() {
+            return self.clone();
+        }
         let mine = self.originals.iter().map(String::as_str);
-        let more: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
         Redactor::new(mine.chain(more.iter().map(String::as_str)))
     }
 
@@ -159,6 +227,10 @@ impl Redactor {
     }
 
     fn redact_with<'a>(&self, text: &'a str, shapes: bool) -> Cow<'a, str> {
+        // Every known value and every shape is longer than this.
+        if text.len() < MIN_SECRET_LEN {
+            return Cow::Borrowed(text);
+        }
         let mut current = Cow::Borrowed(text);
         // A mask can join the text around it into a secret again (a secret containing `***`);
         // repeating until nothing changes rules that out. Passes shorten the text; the cap is
@@ -187,17 +259,22 @@ impl Redactor {
     /// Byte ranges of secrets, sorted and merged.
     fn secret_spans(&self, text: &str, shapes: bool) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
-        for secret in &self.known {
-            // Overlapping occurrences too (`aaaa` in `aaaaa`): step one character at a time.
-            let mut from = 0;
-            while let Some(found) = text[from..].find(secret.as_str()) {
-                let start = from + found;
-                spans.push((start, start + secret.len()));
-                from = start + text[start..].chars().next().map_or(1, char::len_utf8);
-            }
+        if let Some(searcher) = &self.searcher {
+            // Values are UTF-8 like the text, so a match always starts and ends on a character
+            // boundary.
+            spans.extend(
+                searcher
+                    .find_overlapping_iter(text)
+                    .map(|m| (m.start(), m.end())),
+            );
         }
-        for pattern in PATTERNS.iter().filter(|_| shapes) {
-            for caps in pattern.captures_iter(text) {
+        let present = if shapes {
+            shapes_present(text)
+        } else {
+            Vec::new()
+        };
+        for i in present {
+            for caps in shape_regex(i).captures_iter(text) {
                 let m = caps
                     .name("s")
                     .unwrap_or_else(|| caps.get(0).expect("group 0"));
@@ -402,6 +479,30 @@ mod tests {
 
     fn redact(text: &str) -> String {
         Redactor::default().redact(text).into_owned()
+    }
+
+    /// A shape's regex runs only where one of its literals is found: the literals must be found
+    /// in every case the regex accepts.
+    #[test]
+    fn shapes_are_found_through_their_literals_in_any_case() {
+        let r = Redactor::default();
+        for (text, masked) in [
+            ("AUTHORIZATION=abc123456", "AUTHORIZATION=***"),
+            ("X-Goog-Api-Key: AIzaSyABCDEF", "X-Goog-Api-Key: ***"),
+            ("BEARER abcdefgh1234", "BEARER ***"),
+            ("Job-Token=abcdef1234", "Job-Token=***"),
+        ] {
+            assert_eq!(r.redact(text), masked, "{text}");
+        }
+        for (i, (literals, _)) in SHAPES.iter().enumerate() {
+            for literal in *literals {
+                assert!(
+                    shapes_present(&literal.to_uppercase()).contains(&i),
+                    "{literal}"
+                );
+            }
+        }
+        assert!(shapes_present("no token here, only plain words").is_empty());
     }
 
     #[test]

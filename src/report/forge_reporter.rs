@@ -24,8 +24,6 @@ struct Posted {
     comment_id: Option<String>,
     last_body: Option<String>,
     last_update: Option<Instant>,
-    /// A newer body that the throttle held back; `finish` sends it.
-    held: Option<String>,
 }
 
 pub struct ForgeReporter {
@@ -161,10 +159,7 @@ impl ForgeReporter {
         if posted.comment_id.is_none() {
             match self.existing_id(state).await {
                 Ok(id) => posted.comment_id = id,
-                Err(()) => {
-                    posted.held = Some(body);
-                    return None;
-                }
+                Err(()) => return None,
             }
         }
         let mut created = None;
@@ -182,7 +177,6 @@ impl ForgeReporter {
                     .await
                 {
                     tracing::warn!("could not update the checklist comment {id}: {e}");
-                    posted.held = Some(body);
                     return None;
                 }
             }
@@ -193,14 +187,12 @@ impl ForgeReporter {
                 }
                 Err(e) => {
                     tracing::warn!("could not post the checklist comment: {e}");
-                    posted.held = Some(body);
                     return None;
                 }
             },
         }
         posted.last_body = Some(body);
         posted.last_update = Some(Instant::now());
-        posted.held = None;
         created
     }
 }
@@ -208,17 +200,17 @@ impl ForgeReporter {
 #[async_trait]
 impl Reporter for ForgeReporter {
     async fn progress(&self, state: &SessionState) -> Option<String> {
-        let body = (self.redact)(&checklist::render(state, &self.ctx));
         let mut posted = self.posted.lock().await;
-        if posted.last_body.as_deref() == Some(body.as_str()) {
-            posted.held = None;
-            return None;
-        }
         let throttled = posted
             .last_update
             .is_some_and(|at| at.elapsed() < self.min_interval);
+        // A throttled update is not sent, so it is not rendered either (a fast cycle reports
+        // progress after every step); `finish` renders and sends the final state.
         if throttled && posted.comment_id.is_some() {
-            posted.held = Some(body);
+            return None;
+        }
+        let body = (self.redact)(&checklist::render(state, &self.ctx));
+        if posted.last_body.as_deref() == Some(body.as_str()) {
             return None;
         }
         self.send(&mut posted, state, body).await

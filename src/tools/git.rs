@@ -326,7 +326,8 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    /// Find `branch` (or HEAD) and fill the temporary index from it: three `git` processes.
+    /// Find `branch` (or HEAD) and fill the temporary index: two `git` processes and a copy of
+    /// the checkout's index.
     pub fn open(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
         let full = format!("refs/heads/{branch}");
         // A pattern also matches refs below it: keep the exact name only.
@@ -374,14 +375,19 @@ impl Snapshots {
                 }
             }
         };
-        let index =
-            PathBuf::from(git_dir).join(format!("replan-work-index-{}", std::process::id()));
-        let index_text = index.to_string_lossy().into_owned();
-        git(
-            repo,
-            &["read-tree", &parent],
-            &[("GIT_INDEX_FILE", &index_text)],
-        )?;
+        let git_dir = PathBuf::from(git_dir);
+        let index = git_dir.join(format!("replan-work-index-{}", std::process::id()));
+        // `git add -A` makes the index match the working tree whatever it starts from; a copy of
+        // the checkout's own index starts it with the files' stat data, so unchanged files are
+        // not read and hashed again, and saves a `git read-tree`.
+        if std::fs::copy(git_dir.join("index"), &index).is_err() {
+            let index_text = index.to_string_lossy().into_owned();
+            git(
+                repo,
+                &["read-tree", &parent],
+                &[("GIT_INDEX_FILE", &index_text)],
+            )?;
+        }
         Ok(Snapshots {
             index,
             old: tip.map_or_else(|| NO_COMMIT.to_owned(), |(commit, _)| commit),

@@ -166,6 +166,7 @@ pub(super) async fn cycle_on_thread(
             publisher.clone(),
             author.clone(),
             loaded.state.tasks_done(),
+            ctx.config.history.save_work_every(),
         ))),
     };
     let reporter: Arc<dyn Reporter> = match &work_saver {

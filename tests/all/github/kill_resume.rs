@@ -38,6 +38,8 @@ struct Workspace {
     origin: TestRepo,
     checkout: TestRepo,
     state: TempDir,
+    /// Environment added to every `replan run` (config overrides).
+    env: Vec<(&'static str, &'static str)>,
 }
 
 fn workspace() -> Workspace {
@@ -46,14 +48,31 @@ fn workspace() -> Workspace {
         origin,
         checkout,
         state: TempDir::new().unwrap(),
+        env: Vec::new(),
     }
 }
+
+/// Saves the work branch after every finished task (by default a run younger than
+/// `history.save_work_every_seconds` saves it only when the history commits a finished task).
+const SAVE_AFTER_EVERY_TASK: (&str, &str) = ("REPLAN_HISTORY__SAVE_WORK_EVERY_SECONDS", "0");
 
 /// The identical command every time: `replan run --issue 7 --title … --body …`.
 fn replan_run(llm: &LlmServer, workspace: &Workspace) -> Command {
     let mut command = local_command(llm, &workspace.checkout, Some(workspace.state.path()));
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
+        .envs(workspace.env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Commits the work branch holds beyond `main` on the origin (None: it was never pushed).
+fn work_branch_saves(workspace: &Workspace) -> Option<String> {
+    workspace
+        .origin
+        .try_git(&["rev-list", "--count", "replan/work/issue-7", "^main"])
+        .ok()
+        .map(|n| n.trim().to_owned())
 }
 
 fn run_to_the_end(workspace: &Workspace) -> usize {
@@ -230,7 +249,8 @@ fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
         })
         .expect("task 2 is executed");
 
-    let first = workspace();
+    let mut first = workspace();
+    first.env.push(SAVE_AFTER_EVERY_TASK);
     run_killed_at(&first, task_2);
     assert!(
         first
@@ -243,6 +263,7 @@ fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
         checkout: TestRepo::clone_from(&first.origin),
         origin: first.origin,
         state: first.state,
+        env: first.env,
     };
     let _ = fresh.checkout.try_git(&["checkout", "-q", "main"]);
     assert!(!fresh.checkout.path().join("hello.md").exists());
@@ -265,6 +286,38 @@ fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
         state.hello_on_the_branch, "hello\n",
         "the pull request holds task 1's file"
     );
+}
+
+/// By default the work branch is saved at most every 10 s counted from the start of the run: a
+/// run shorter than that pushes it once, when the history records the finished tasks, and a run
+/// killed before then has pushed nothing (its finished tasks were not committed either, so a
+/// re-run redoes them: nothing is claimed done without its files).
+#[test]
+fn a_short_run_saves_the_work_branch_once() {
+    let reference = workspace();
+    let llm = run_to_the_end_with(&reference);
+    assert_eq!(
+        work_branch_saves(&reference).as_deref(),
+        Some("1"),
+        "one save of the work branch in a run shorter than the interval"
+    );
+    let task_2 = llm
+        .requests()
+        .iter()
+        .position(|r| {
+            r.texts()
+                .iter()
+                .any(|t| t.contains("Execute subtask `task_2`"))
+        })
+        .expect("task 2 is executed");
+
+    let killed = workspace();
+    run_killed_at(&killed, task_2);
+    assert_eq!(work_branch_saves(&killed), None, "nothing pushed yet");
+    run_to_the_end_with(&killed);
+    let state = final_state(&killed);
+    assert_eq!(state.status, Some(RunStatus::Completed));
+    assert_eq!(state.hello_on_the_branch, "hello\n");
 }
 
 /// Task 1's turn decides a partial replan (a "Plan Revision Decided" notice), then the plan is
