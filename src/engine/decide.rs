@@ -352,15 +352,15 @@ fn act(
                     Done::new(true, DecisionResult::Success),
                 );
                 batch.push(EntryBody::Question(Question {
-                    questions: decision.clarification_questions.clone(),
+                    questions: decision.questions(),
                     context: decision.reasoning.clone(),
-                    assumptions: decision.assumptions_to_make.clone(),
+                    assumptions: decision.assumptions(),
                     phase: rec.phase,
                 }));
                 notices.push(Notice::Clarification {
-                    questions: decision.clarification_questions.clone(),
+                    questions: decision.questions(),
                     context: decision.reasoning.clone(),
-                    assumptions: decision.assumptions_to_make.clone(),
+                    assumptions: decision.assumptions(),
                 });
                 return DecisionOutcome::Waiting(RunStatus::WaitingForAnswer);
             }

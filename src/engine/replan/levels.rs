@@ -139,7 +139,7 @@ fn fixed_target(t: ReplanType) -> Option<Phase> {
 /// type is a clarification request; a type of `none` with a valid level takes the level's type.
 pub fn effective_type(d: &ReplanDecision) -> ReplanType {
     match d.replan_type {
-        ReplanType::None if d.clarification_needed && !d.clarification_questions.is_empty() => {
+        ReplanType::None if d.clarification_needed && !d.questions().is_empty() => {
             ReplanType::ClarificationRequest
         }
         ReplanType::None => d
@@ -363,6 +363,10 @@ mod tests {
             Phase::GoalUnderstanding
         );
         d.clarification_questions.clear();
+        assert_eq!(effective_type(&d), ReplanType::None);
+        // A weak model's copy of the format's example question asks nothing (a SmolLM2 run
+        // stopped to ask it right after planning).
+        d.clarification_questions = vec!["Question for the user".into(), " ".into()];
         assert_eq!(effective_type(&d), ReplanType::None);
     }
 

@@ -181,6 +181,36 @@ pub struct ReplanDecision {
     pub revision_scope: Option<RevisionScope>,
 }
 
+/// The example values the decision format shows the model (`prompts/decision_format.md`, the
+/// phase fields in `engine::decide`). A weak model copies them verbatim; copied, they ask nothing.
+const EXAMPLE_QUESTION: &str = "Question for the user";
+const EXAMPLE_ASSUMPTION: &str = "Assumption used if the user does not answer";
+
+fn without_example(values: &[String], example: &str) -> Vec<String> {
+    values
+        .iter()
+        .filter(|v| {
+            let v = v.trim();
+            !v.is_empty() && !v.trim_end_matches(['.', '?']).eq_ignore_ascii_case(example)
+        })
+        .cloned()
+        .collect()
+}
+
+impl ReplanDecision {
+    /// The questions for a person: `clarification_questions` without blanks and without a copy
+    /// of the format's example question (a tiny model answered `"clarification_needed": true,
+    /// "clarification_questions": ["Question for the user"]` and the run stopped to ask it).
+    pub fn questions(&self) -> Vec<String> {
+        without_example(&self.clarification_questions, EXAMPLE_QUESTION)
+    }
+
+    /// `assumptions_to_make` without blanks and without a copy of the format's example.
+    pub fn assumptions(&self) -> Vec<String> {
+        without_example(&self.assumptions_to_make, EXAMPLE_ASSUMPTION)
+    }
+}
+
 /// The wire wrapper: `{"replan_decision": {...}}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplanDecisionResponse {
