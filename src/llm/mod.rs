@@ -21,7 +21,7 @@ pub use structured::{
     Extraction, StructuredFailure, StructuredOptions, StructuredReply, ask_json, extract_json,
     locate_json, parse_reply, schema_for,
 };
-pub use text_tool_call::{tool_call_in_text, tool_call_schema};
+pub use text_tool_call::{requested_tool_call, tool_call_in_text, tool_call_schema};
 pub use types::*;
 
 use async_trait::async_trait;

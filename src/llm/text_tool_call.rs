@@ -19,6 +19,17 @@ const MAX_STRING_CHARS: u64 = 1000;
 /// or `{"name": name, "arguments": {...}}`, bare, fenced, in prose or in the
 /// `<tool_call>...</tool_call>` convention (also as a one-element array).
 pub fn tool_call_in_text(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
+    first_call(text, tools, false)
+}
+
+/// [`tool_call_in_text`] for a reply that was asked for one call and nothing else: there an
+/// object that names an offered tool is that call, and a missing `arguments` means none (a small
+/// model answered the call-only re-ask with `{"tool": "list_files"}` and no action ran).
+pub fn requested_tool_call(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
+    first_call(text, tools, true)
+}
+
+fn first_call(text: &str, tools: &[ToolSpec], asked_for_one: bool) -> Option<ToolCall> {
     let mut end = text.len().min(SEARCHED_CHARS);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -29,21 +40,24 @@ pub fn tool_call_in_text(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
             .into_iter::<Value>()
             .next()?
             .ok()?;
-        call_of(&value, tools)
+        call_of(&value, tools, asked_for_one)
     })
 }
 
-fn call_of(value: &Value, tools: &[ToolSpec]) -> Option<ToolCall> {
+fn call_of(value: &Value, tools: &[ToolSpec], asked_for_one: bool) -> Option<ToolCall> {
     let object = value.as_object()?;
     let name = object
         .get("tool")
         .or_else(|| object.get("name"))
         .and_then(Value::as_str)?;
     let spec = tools.iter().find(|t| t.name == name)?;
-    // `arguments` must be there: a plan's actions also name a `tool`, and are no call.
-    let arguments = match object.get("arguments")? {
-        Value::String(raw) => serde_json::from_str::<Value>(raw).ok()?,
-        other => other.clone(),
+    // `arguments` must be there (a plan's actions also name a `tool`, and are no call), unless
+    // the reply was asked for exactly one call.
+    let arguments = match object.get("arguments") {
+        Some(Value::String(raw)) => serde_json::from_str::<Value>(raw).ok()?,
+        Some(other) => other.clone(),
+        None if asked_for_one => Value::Object(Default::default()),
+        None => return None,
     };
     arguments.is_object().then(|| ToolCall {
         id: format!("text_call_{}", spec.name),
@@ -119,6 +133,23 @@ mod tests {
             assert_eq!(call.name, "list_files", "{text}");
             assert!(call.arguments.is_object(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_call_asked_for_alone_may_leave_out_its_arguments() {
+        let tools = tools();
+        let text = r#"{"tool": "list_files"}"#;
+        assert!(
+            tool_call_in_text(text, &tools).is_none(),
+            "a plan action is no call"
+        );
+        let call = requested_tool_call(text, &tools).expect("the requested call");
+        assert_eq!(call.name, "list_files");
+        assert_eq!(call.arguments, serde_json::json!({}));
+        assert!(requested_tool_call(r#"{"tool": "run_shell"}"#, &tools).is_none());
+        assert!(
+            requested_tool_call(r#"{"tool": "list_files", "arguments": [1]}"#, &tools).is_none()
+        );
     }
 
     #[test]

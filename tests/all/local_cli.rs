@@ -289,8 +289,32 @@ const WRITE_HELLO: &str =
 
 both_wires!(
     a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone,
-    a_tool_call_written_in_the_reply_text_runs_like_a_native_one
+    a_tool_call_written_in_the_reply_text_runs_like_a_native_one,
+    a_call_asked_for_alone_runs_without_its_arguments
 );
+
+/// SmolLM2 answered the call-only re-ask with `{"tool": "list_files"}`: the call it was asked
+/// for, without arguments. It runs with none (before, it was read as no call and no action ran).
+fn a_call_asked_for_alone_runs_without_its_arguments(wire: Wire) {
+    let call = match wire {
+        Wire::OpenAi => r#"'{"tool": "list_files"}'"#,
+        Wire::Anthropic => r#"'list_files"}'"#,
+    };
+    let llm = LlmServer::start(a_weak_model(&format!(
+        "  - when: {{ contains: \"Execute subtask `t1`\" }}\n    reply: \"I will look around.\"\n  - when: {{ contains: \"You called no tool\" }}\n    reply: {call}\n"
+    )));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let output = start_issue_7(
+        Some((&llm, wire)),
+        &checkout,
+        state.path().to_str().unwrap(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let entries = history(state.path(), 7);
+    let actions = action_tools(&entries);
+    assert_eq!(actions.first(), Some(&"list_files"), "{actions:?}");
+}
 
 fn a_forced_turn_answered_in_prose_is_reasked_for_the_call_alone(wire: Wire) {
     // The Messages API answers a prefilled turn with the continuation only.

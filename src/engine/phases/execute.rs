@@ -203,11 +203,20 @@ async fn tool_loop(
 
 /// The reply's tool calls: native ones, else one written in its text (see `text_tool_call`).
 fn tool_calls_of(response: &ChatResponse, request: &ChatRequest) -> Vec<ToolCall> {
+    calls_read_with(response, request, tool_call_in_text)
+}
+
+/// The native calls of `response`, else the one call `read` finds in its text.
+fn calls_read_with(
+    response: &ChatResponse,
+    request: &ChatRequest,
+    read: fn(&str, &[crate::llm::ToolSpec]) -> Option<ToolCall>,
+) -> Vec<ToolCall> {
     if !response.tool_calls.is_empty() {
         return response.tool_calls.clone();
     }
     let text = response.text.as_deref().unwrap_or_default();
-    let Some(mut call) = tool_call_in_text(text, &request.tools) else {
+    let Some(mut call) = read(text, &request.tools) else {
         return Vec::new();
     };
     // Unique in the conversation, as the wire formats want call ids to be.
@@ -249,7 +258,11 @@ async fn tool_reask(
     reask.max_tokens = reask.max_tokens.map(|n| n.min(REASK_MAX_TOKENS));
     let response = cx.deps.llm.chat(&reask).await?;
     batch.usage(response.totals());
-    Ok(tool_calls_of(&response, request))
+    Ok(calls_read_with(
+        &response,
+        request,
+        crate::llm::requested_tool_call,
+    ))
 }
 
 /// Output limit of the call-only re-ask: room for a call with a page of content, not for the
