@@ -88,49 +88,24 @@ pub fn text_of(bytes: &[u8]) -> String {
     }
 }
 
-/// Files above this size are parsed on several threads.
-const PARALLEL_PARSE_BYTES: usize = 1 << 20;
-
 /// Parse a whole file. Never fails; see the module documentation.
 pub fn parse(text: &str) -> ParsedHistory {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get().min(8))
-        .unwrap_or(1);
-    if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
-        return parse_lines(lines(text), text.len());
+    let mut entries = Vec::with_capacity(text.len() / 400 + 1);
+    let scan = super::fold::for_each_entry(text, |e| entries.push(e));
+    ParsedHistory {
+        entries,
+        corrupt: scan.corrupt,
+        max_seq: scan.max_seq,
     }
-    // Entries are independent lines: parse runs of whole lines side by side and join them in
-    // file order. Each run numbers its own lines; the numbers are shifted after the join.
-    let parts: Vec<(ParsedHistory, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = line_runs(text, threads)
-            .map(|run| {
-                scope.spawn(move || (parse_lines(lines(run), run.len()), run.lines().count()))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("parsing a line never panics"))
-            .collect()
-    });
-    let total: usize = parts.iter().map(|(p, _)| p.entries.len()).sum();
-    let mut parts = parts.into_iter();
-    let (mut out, mut lines_before) = parts.next().unwrap_or_default();
-    // Growing the first run's vector in place saves copying it (and touching its pages again).
-    out.entries.reserve_exact(total - out.entries.len());
-    for (mut p, count) in parts {
-        for c in &mut p.corrupt {
-            c.line_no += lines_before;
-        }
-        lines_before += count;
-        out.entries.append(&mut p.entries);
-        out.corrupt.append(&mut p.corrupt);
-        out.max_seq = out.max_seq.max(p.max_seq);
-    }
-    out
+}
+
+/// Parse a run of whole lines, numbering them from 1.
+pub(super) fn parse_run(run: &str) -> ParsedHistory {
+    parse_lines(lines(run), run.len())
 }
 
 /// `text` cut into about `n` runs of whole lines (each but the last ends with a newline).
-fn line_runs(text: &str, n: usize) -> impl Iterator<Item = &str> {
+pub(super) fn line_runs(text: &str, n: usize) -> impl Iterator<Item = &str> {
     let mut rest = text;
     let size = text.len().div_ceil(n).max(1);
     std::iter::from_fn(move || {
@@ -373,6 +348,23 @@ mod tests {
     }
 
     #[test]
+    fn a_line_in_another_field_order_reads_as_the_canonical_one() {
+        let e = entry(3);
+        let canonical = to_line(&e);
+        let type_first = r#"{"type":"usage","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1","seq":3,"ts":"2026-01-02T03:04:05Z","v":1}"#;
+        let type_between = r#"{"v":1,"seq":3,"type":"usage","ts":"2026-01-02T03:04:05Z","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1"}"#;
+        let escaped_key = canonical.replacen("\"type\"", "\"typ\\u0065\"", 1);
+        let p = parse(&format!(
+            "{canonical}\n{type_first}\n{type_between}\n{escaped_key}\n"
+        ));
+        assert_eq!(p.corrupt, []);
+        assert_eq!(p.entries, [e.clone(), e.clone(), e.clone(), e]);
+        let missing_ts = r#"{"type":"usage","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1","seq":3,"v":1}"#;
+        let p = parse(missing_ts);
+        assert!(p.corrupt[0].error.contains("`ts`"), "{:?}", p.corrupt);
+    }
+
+    #[test]
     fn each_kind_of_corrupt_line_is_reported_and_skipped() {
         let good = |s| to_line(&entry(s));
         let future = to_line(&entry(7)).replacen("\"v\":1", "\"v\":2", 1);
@@ -441,7 +433,7 @@ mod tests {
     fn a_large_file_parsed_in_runs_numbers_its_lines_as_one_pass_does() {
         let mut text = String::new();
         let mut seq = 0;
-        while text.len() < PARALLEL_PARSE_BYTES * 3 / 2 {
+        while text.len() < (3 << 20) / 2 {
             seq += 1;
             let line = if seq % 997 == 0 {
                 "broken é line".to_owned()
