@@ -14,7 +14,7 @@ pub use super::outcome::ActionOutcome;
 /// Bumped when an entry's meaning changes; readers accept every version up to this one.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Deserialised by hand (see [`super::entry_de`]): the derived reader of a flattened, internally
+/// Deserialised by hand (in `entry_de`): the derived reader of a flattened, internally
 /// tagged body buffers every line twice before building it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
@@ -220,7 +220,7 @@ pub struct Question {
     pub phase: Phase,
 }
 
-super::entry_de::entry_body! {
+super::body_twin::entry_body! {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryBody {

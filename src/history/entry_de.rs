@@ -15,22 +15,6 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 
-/// Declares `EntryBody` and, from the same variants, its externally tagged twin: the reader that
-/// takes the variant name first and the fields as a map, which is what an entry line is once its
-/// `type` has been read.
-macro_rules! entry_body {
-    ($(#[$meta:meta])* pub enum EntryBody { $($variants:tt)* }) => {
-        $(#[$meta])*
-        pub enum EntryBody { $($variants)* }
-
-        #[derive(serde::Deserialize)]
-        #[serde(remote = "EntryBody", rename_all = "snake_case")]
-        #[allow(dead_code, clippy::large_enum_variant)]
-        pub(super) enum TaggedBody { $($variants)* }
-    };
-}
-pub(crate) use entry_body;
-
 impl<'de> Deserialize<'de> for Entry {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(EntryVisitor)

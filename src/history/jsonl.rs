@@ -6,6 +6,7 @@
 
 use super::entry::{Entry, SCHEMA_VERSION};
 use serde::Deserialize;
+use std::sync::mpsc;
 
 /// A line that could not be read as an entry. The line stays in the file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -91,7 +92,7 @@ pub fn text_of(bytes: &[u8]) -> String {
 /// Parse a whole file. Never fails; see the module documentation.
 pub fn parse(text: &str) -> ParsedHistory {
     let mut entries = Vec::with_capacity(text.len() / 400 + 1);
-    let scan = super::fold::for_each_entry(text, |e| entries.push(e));
+    let scan = for_each_entry(text, |e| entries.push(e));
     ParsedHistory {
         entries,
         corrupt: scan.corrupt,
@@ -99,13 +100,84 @@ pub fn parse(text: &str) -> ParsedHistory {
     }
 }
 
+/// What reading a file found besides its entries.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scan {
+    /// Entries handed over.
+    pub entries: usize,
+    pub corrupt: Vec<CorruptLine>,
+    /// The highest `seq` in the file, lines of newer schema versions included.
+    pub max_seq: u64,
+}
+
+/// Files above this size are parsed on several threads.
+const PARALLEL_PARSE_BYTES: usize = 1 << 20;
+
+/// The unit of work of a parsing thread: small enough that the chunks in flight stay a few MiB.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// Chunks a parsing thread may have ready before the reader takes them.
+const CHUNKS_AHEAD: usize = 2;
+
+/// Hands every entry of `text` to `each`, in file order. Never fails: lines that cannot be read
+/// are in the returned [`Scan`] with their line numbers (see the module documentation).
+pub fn for_each_entry(text: &str, mut each: impl FnMut(Entry)) -> Scan {
+    let mut scan = Scan::default();
+    let mut lines_before = 0;
+    let mut take = |part: ParsedHistory, lines: usize| {
+        scan.entries += part.entries.len();
+        scan.max_seq = scan.max_seq.max(part.max_seq);
+        scan.corrupt.extend(part.corrupt.into_iter().map(|mut c| {
+            c.line_no += lines_before;
+            c
+        }));
+        lines_before += lines;
+        part.entries.into_iter().for_each(&mut each);
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get().min(8))
+        .unwrap_or(1);
+    if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
+        take(parse_run(text), 0);
+        return scan;
+    }
+    // Entries are independent lines: thread `t` parses chunks t, t + threads, ... and the calling
+    // thread takes them back in file order. Each chunk numbers its own lines; the numbers are
+    // shifted here.
+    let chunks: Vec<&str> = line_runs(text, text.len().div_ceil(CHUNK_BYTES)).collect();
+    std::thread::scope(|scope| {
+        let parsed: Vec<mpsc::Receiver<(ParsedHistory, usize)>> = (0..threads)
+            .map(|t| {
+                let (tx, rx) = mpsc::sync_channel(CHUNKS_AHEAD);
+                let mine = chunks.iter().skip(t).step_by(threads);
+                scope.spawn(move || {
+                    for chunk in mine {
+                        let part = (parse_run(chunk), chunk.lines().count());
+                        if tx.send(part).is_err() {
+                            return;
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        for i in 0..chunks.len() {
+            let (part, lines) = parsed[i % threads]
+                .recv()
+                .expect("parsing a line never panics");
+            take(part, lines);
+        }
+    });
+    scan
+}
+
 /// Parse a run of whole lines, numbering them from 1.
-pub(super) fn parse_run(run: &str) -> ParsedHistory {
+fn parse_run(run: &str) -> ParsedHistory {
     parse_lines(lines(run), run.len())
 }
 
 /// `text` cut into about `n` runs of whole lines (each but the last ends with a newline).
-pub(super) fn line_runs(text: &str, n: usize) -> impl Iterator<Item = &str> {
+fn line_runs(text: &str, n: usize) -> impl Iterator<Item = &str> {
     let mut rest = text;
     let size = text.len().div_ceil(n).max(1);
     std::iter::from_fn(move || {

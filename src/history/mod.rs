@@ -1,6 +1,7 @@
 //! The thread's append-only JSONL history and the session state replayed from it.
 
 pub(crate) mod backend;
+mod body_twin;
 pub(crate) mod branch_write;
 pub mod cas;
 pub(crate) mod effects;

@@ -3,8 +3,7 @@
 
 use super::backend::{HistoryBackend, HistoryError};
 use super::effects::{self, Intent};
-use super::fold;
-use super::jsonl::CorruptLine;
+use super::jsonl::{self, CorruptLine};
 use super::state::{SessionState, apply_owned};
 use crate::trigger::ThreadRef;
 use std::collections::BTreeMap;
@@ -28,7 +27,7 @@ pub async fn load(
     let loaded = backend.load(thread).await?;
     let mut state = SessionState::default();
     let mut intents = BTreeMap::new();
-    let scan = fold::for_each_entry(&loaded.text, |e| {
+    let scan = jsonl::for_each_entry(&loaded.text, |e| {
         if let Some(intent) = effects::intent_of(&e) {
             intents.insert(intent.key.clone(), intent);
         }
