@@ -11,9 +11,9 @@ use replan::engine::journal::BackendSink;
 use replan::engine::prompts::Prompts;
 use replan::engine::{CycleDeps, EngineInput, run_cycle};
 use replan::forge::local::LocalForge;
+use replan::history::HistoryBackend;
 use replan::history::entry::{RunRequest, RunStatus};
 use replan::history::local::LocalHistory;
-use replan::history::{HistoryBackend, replay};
 use replan::llm::{ChatRequest, ChatResponse, Llm, LlmError};
 use replan::tools::registry_builder::{ToolContext, build_registry};
 use replan::tools::workspace::Workspace;
@@ -128,7 +128,7 @@ pub async fn run(mode: PlanningMode) -> (Vec<Prompt>, RunStatus) {
         config.history.directory.clone(),
     ));
     let loaded = history.load(&thread).await.expect("history");
-    let state = replay(&replan::history::jsonl::parse(&loaded.text).entries);
+    let state = replan::history::replay_text(&loaded.text).0;
     let llm = Arc::new(Recording {
         inner: FirstMatchLlm::new(DEMO_SCENARIO).expect("demo scenario"),
         prompts: Mutex::new(Vec::new()),

@@ -69,7 +69,7 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             let loaded = store::load(backend.as_ref(), &thread)
                 .await
                 .map_err(|e| CliError::failure(e.to_string()))?;
-            if loaded.entries.is_empty() && loaded.corrupt.is_empty() {
+            if loaded.entries == 0 && loaded.corrupt.is_empty() {
                 return Err(CliError::usage(format!(
                     "no history for {} in this location",
                     export::thread_label(&thread)
@@ -77,7 +77,7 @@ pub async fn run(cmd: HistoryCommand) -> Result<Exit, CliError> {
             }
             print!(
                 "{}",
-                export::summary(&thread, &loaded.entries, &loaded.corrupt)
+                export::summary(&thread, &loaded.state, loaded.entries, &loaded.corrupt)
             );
             Ok(Exit::Ok)
         }

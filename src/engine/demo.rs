@@ -10,9 +10,9 @@ use super::prompts::Prompts;
 use crate::config::Config;
 use crate::forge::Forge;
 use crate::forge::local::LocalForge;
+use crate::history::HistoryBackend;
 use crate::history::entry::{RunRequest, RunStatus};
 use crate::history::local::LocalHistory;
-use crate::history::{HistoryBackend, replay};
 use crate::llm::scenario::{Scenario, ScenarioMode};
 use crate::llm::{ChatRequest, ChatResponse, Llm, LlmError, ScriptedLlm};
 use crate::report::checklist::{self, ChecklistContext};
@@ -115,7 +115,7 @@ pub async fn run_demo_with(
         .load(&thread)
         .await
         .map_err(|e| setup(e.to_string()))?;
-    let state = replay(&crate::history::jsonl::parse(&loaded.text).entries);
+    let state = crate::history::replay_text(&loaded.text).0;
     let reporter = Arc::new(
         ForgeReporter::new(
             forge.clone(),

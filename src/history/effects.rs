@@ -40,37 +40,31 @@ impl HistoryEffects {
         backend: Arc<dyn HistoryBackend>,
         thread: ThreadRef,
         run_id: &str,
-        entries: &[Entry],
+        known: BTreeMap<String, Intent>,
     ) -> Self {
         HistoryEffects {
             backend,
             thread,
             run_id: run_id.to_owned(),
-            known: Mutex::new(intents_in(entries)),
+            known: Mutex::new(known),
         }
     }
 }
 
-/// The intents recorded in `entries`, the last one per key.
-pub fn intents_in(entries: &[Entry]) -> BTreeMap<String, Intent> {
-    entries
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::Effect {
-                key,
-                effect,
-                target,
-            } => Some((
-                key.clone(),
-                Intent {
-                    key: key.clone(),
-                    effect: *effect,
-                    target: target.clone(),
-                },
-            )),
-            _ => None,
-        })
-        .collect()
+/// The intent an `effect` entry records.
+pub fn intent_of(e: &Entry) -> Option<Intent> {
+    match &e.body {
+        EntryBody::Effect {
+            key,
+            effect,
+            target,
+        } => Some(Intent {
+            key: key.clone(),
+            effect: *effect,
+            target: target.clone(),
+        }),
+        _ => None,
+    }
 }
 
 #[async_trait]

@@ -14,7 +14,9 @@ pub use super::outcome::ActionOutcome;
 /// Bumped when an entry's meaning changes; readers accept every version up to this one.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Deserialised by hand (in `entry_de`): the derived reader of a flattened, internally
+/// tagged body buffers every line twice before building it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     /// Schema version.
     pub v: u32,
@@ -218,6 +220,7 @@ pub struct Question {
     pub phase: Phase,
 }
 
+super::body_twin::entry_body! {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryBody {
@@ -368,6 +371,7 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_output: Option<String>,
     },
+}
 }
 
 impl EntryBody {

@@ -4,7 +4,7 @@
 
 use super::entry::{ApprovalDecision, Entry, EntryBody, Question};
 use super::jsonl::{self, CorruptLine};
-use super::state::{Pending, replay};
+use super::state::{Pending, SessionState, replay};
 use super::stats::stats;
 use crate::plan::{Plan, RevisionChange};
 use crate::trigger::{ThreadKind, ThreadRef};
@@ -542,14 +542,18 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
 }
 
 /// `replan history show`: a short terminal view of where the thread stands.
-pub fn summary(thread: &ThreadRef, entries: &[Entry], corrupt: &[CorruptLine]) -> String {
-    let state = replay(entries);
+pub fn summary(
+    thread: &ThreadRef,
+    state: &SessionState,
+    entries: usize,
+    corrupt: &[CorruptLine],
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{}: {} entries, {} runs{}",
         thread_label(thread),
-        entries.len(),
+        entries,
         state.runs.len(),
         if corrupt.is_empty() {
             String::new()

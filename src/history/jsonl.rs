@@ -6,6 +6,7 @@
 
 use super::entry::{Entry, SCHEMA_VERSION};
 use serde::Deserialize;
+use std::sync::mpsc;
 
 /// A line that could not be read as an entry. The line stays in the file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -88,45 +89,91 @@ pub fn text_of(bytes: &[u8]) -> String {
     }
 }
 
+/// Parse a whole file. Never fails; see the module documentation.
+pub fn parse(text: &str) -> ParsedHistory {
+    let mut entries = Vec::with_capacity(text.len() / 400 + 1);
+    let scan = for_each_entry(text, |e| entries.push(e));
+    ParsedHistory {
+        entries,
+        corrupt: scan.corrupt,
+        max_seq: scan.max_seq,
+    }
+}
+
+/// What reading a file found besides its entries.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scan {
+    /// Entries handed over.
+    pub entries: usize,
+    pub corrupt: Vec<CorruptLine>,
+    /// The highest `seq` in the file, lines of newer schema versions included.
+    pub max_seq: u64,
+}
+
 /// Files above this size are parsed on several threads.
 const PARALLEL_PARSE_BYTES: usize = 1 << 20;
 
-/// Parse a whole file. Never fails; see the module documentation.
-pub fn parse(text: &str) -> ParsedHistory {
+/// The unit of work of a parsing thread: small enough that the chunks in flight stay a few MiB.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// Chunks a parsing thread may have ready before the reader takes them.
+const CHUNKS_AHEAD: usize = 2;
+
+/// Hands every entry of `text` to `each`, in file order. Never fails: lines that cannot be read
+/// are in the returned [`Scan`] with their line numbers (see the module documentation).
+pub fn for_each_entry(text: &str, mut each: impl FnMut(Entry)) -> Scan {
+    let mut scan = Scan::default();
+    let mut lines_before = 0;
+    let mut take = |part: ParsedHistory, lines: usize| {
+        scan.entries += part.entries.len();
+        scan.max_seq = scan.max_seq.max(part.max_seq);
+        scan.corrupt.extend(part.corrupt.into_iter().map(|mut c| {
+            c.line_no += lines_before;
+            c
+        }));
+        lines_before += lines;
+        part.entries.into_iter().for_each(&mut each);
+    };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get().min(8))
         .unwrap_or(1);
     if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
-        return parse_lines(lines(text), text.len());
+        take(parse_run(text), 0);
+        return scan;
     }
-    // Entries are independent lines: parse runs of whole lines side by side and join them in
-    // file order. Each run numbers its own lines; the numbers are shifted after the join.
-    let parts: Vec<(ParsedHistory, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = line_runs(text, threads)
-            .map(|run| {
-                scope.spawn(move || (parse_lines(lines(run), run.len()), run.lines().count()))
+    // Entries are independent lines: thread `t` parses chunks t, t + threads, ... and the calling
+    // thread takes them back in file order. Each chunk numbers its own lines; the numbers are
+    // shifted here.
+    let chunks: Vec<&str> = line_runs(text, text.len().div_ceil(CHUNK_BYTES)).collect();
+    std::thread::scope(|scope| {
+        let parsed: Vec<mpsc::Receiver<(ParsedHistory, usize)>> = (0..threads)
+            .map(|t| {
+                let (tx, rx) = mpsc::sync_channel(CHUNKS_AHEAD);
+                let mine = chunks.iter().skip(t).step_by(threads);
+                scope.spawn(move || {
+                    for chunk in mine {
+                        let part = (parse_run(chunk), chunk.lines().count());
+                        if tx.send(part).is_err() {
+                            return;
+                        }
+                    }
+                });
+                rx
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("parsing a line never panics"))
-            .collect()
-    });
-    let total: usize = parts.iter().map(|(p, _)| p.entries.len()).sum();
-    let mut parts = parts.into_iter();
-    let (mut out, mut lines_before) = parts.next().unwrap_or_default();
-    // Growing the first run's vector in place saves copying it (and touching its pages again).
-    out.entries.reserve_exact(total - out.entries.len());
-    for (mut p, count) in parts {
-        for c in &mut p.corrupt {
-            c.line_no += lines_before;
+        for i in 0..chunks.len() {
+            let (part, lines) = parsed[i % threads]
+                .recv()
+                .expect("parsing a line never panics");
+            take(part, lines);
         }
-        lines_before += count;
-        out.entries.append(&mut p.entries);
-        out.corrupt.append(&mut p.corrupt);
-        out.max_seq = out.max_seq.max(p.max_seq);
-    }
-    out
+    });
+    scan
+}
+
+/// Parse a run of whole lines, numbering them from 1.
+fn parse_run(run: &str) -> ParsedHistory {
+    parse_lines(lines(run), run.len())
 }
 
 /// `text` cut into about `n` runs of whole lines (each but the last ends with a newline).
@@ -373,6 +420,23 @@ mod tests {
     }
 
     #[test]
+    fn a_line_in_another_field_order_reads_as_the_canonical_one() {
+        let e = entry(3);
+        let canonical = to_line(&e);
+        let type_first = r#"{"type":"usage","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1","seq":3,"ts":"2026-01-02T03:04:05Z","v":1}"#;
+        let type_between = r#"{"v":1,"seq":3,"type":"usage","ts":"2026-01-02T03:04:05Z","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1"}"#;
+        let escaped_key = canonical.replacen("\"type\"", "\"typ\\u0065\"", 1);
+        let p = parse(&format!(
+            "{canonical}\n{type_first}\n{type_between}\n{escaped_key}\n"
+        ));
+        assert_eq!(p.corrupt, []);
+        assert_eq!(p.entries, [e.clone(), e.clone(), e.clone(), e]);
+        let missing_ts = r#"{"type":"usage","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0},"run_id":"run-1","seq":3,"v":1}"#;
+        let p = parse(missing_ts);
+        assert!(p.corrupt[0].error.contains("`ts`"), "{:?}", p.corrupt);
+    }
+
+    #[test]
     fn each_kind_of_corrupt_line_is_reported_and_skipped() {
         let good = |s| to_line(&entry(s));
         let future = to_line(&entry(7)).replacen("\"v\":1", "\"v\":2", 1);
@@ -441,7 +505,7 @@ mod tests {
     fn a_large_file_parsed_in_runs_numbers_its_lines_as_one_pass_does() {
         let mut text = String::new();
         let mut seq = 0;
-        while text.len() < PARALLEL_PARSE_BYTES * 3 / 2 {
+        while text.len() < (3 << 20) / 2 {
             seq += 1;
             let line = if seq % 997 == 0 {
                 "broken é line".to_owned()

@@ -1,11 +1,14 @@
 //! The thread's append-only JSONL history and the session state replayed from it.
 
 pub(crate) mod backend;
+mod body_twin;
 pub(crate) mod branch_write;
 pub mod cas;
 pub(crate) mod effects;
 pub mod entry;
+mod entry_de;
 pub mod export;
+pub mod fold;
 pub mod git_branch;
 pub mod jsonl;
 pub mod local;
@@ -21,7 +24,8 @@ pub use backend::{
     AppendOutcome, BlockingBackend, HistoryBackend, HistoryError, HistoryResult, LoadedHistory,
 };
 pub use entry::{Entry, EntryBody, SCHEMA_VERSION};
+pub use fold::replay_text;
 pub use git_branch::GitBranchHistory;
 pub use jsonl::{CorruptLine, ParsedHistory};
 pub use local::LocalHistory;
-pub use state::{SessionState, apply, replay};
+pub use state::{SessionState, apply, apply_owned, replay};

@@ -202,17 +202,30 @@ pub fn replay<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> SessionState 
 
 /// Apply one entry. Public so a running engine keeps its state in step with what it appends.
 pub fn apply(s: &mut SessionState, e: &Entry) {
-    s.last_seq = s.last_seq.max(e.seq);
-    match &e.body {
+    apply_owned(s, e.clone())
+}
+
+/// [`apply`] for an entry that is not needed afterwards: its parts move into the state instead of
+/// being copied (the way a whole file is replayed, see [`super::fold`]).
+pub fn apply_owned(s: &mut SessionState, e: Entry) {
+    let Entry {
+        v,
+        seq,
+        ts,
+        run_id,
+        body,
+    } = e;
+    s.last_seq = s.last_seq.max(seq);
+    match body {
         EntryBody::RunStarted { request } => s.runs.push(RunSummary {
-            run_id: e.run_id.clone(),
-            request: request.clone(),
-            started_at: e.ts,
+            run_id,
+            request,
+            started_at: ts,
             status: None,
             structured_output: None,
         }),
         EntryBody::Plan { version, plan } => {
-            set_plan(s, *version, (**plan).clone(), e.ts, None, ReplanType::None)
+            set_plan(s, version, *plan, ts, None, ReplanType::None)
         }
         EntryBody::Revision {
             version,
@@ -221,20 +234,13 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             replan_type,
             ..
         } => {
-            if *replan_type == ReplanType::PlanRevision {
+            if replan_type == ReplanType::PlanRevision {
                 s.reflection_revisions += 1;
             }
-            set_plan(
-                s,
-                *version,
-                (**updated_plan).clone(),
-                e.ts,
-                Some(reason.clone()),
-                *replan_type,
-            )
+            set_plan(s, version, *updated_plan, ts, Some(reason), replan_type)
         }
-        EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection.clone()),
-        EntryBody::ReplanDecision(d) => apply_decision(s, d),
+        EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection),
+        EntryBody::ReplanDecision(d) => apply_decision(s, *d),
         EntryBody::Draft {
             goal_understanding,
             task_decomposition,
@@ -244,7 +250,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             problems,
         } => {
             let w = s.planning.get_or_insert_with(PlanningWork::default);
-            if *source == DraftSource::Planning {
+            if source == DraftSource::Planning {
                 // A new phase output invalidates the decisions on it and everything after it.
                 let first = [
                     (goal_understanding.is_some(), Phase::GoalUnderstanding),
@@ -273,35 +279,35 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 w.previous_draft = None;
                 w.needs_structure_check = false;
             }
-            if *source == DraftSource::Refinement {
+            if source == DraftSource::Refinement {
                 w.refinement_drafts += 1;
                 w.previous_draft = w.draft();
                 w.needs_structure_check = true;
             }
-            if *source == DraftSource::Fallback {
+            if source == DraftSource::Fallback {
                 w.needs_structure_check = false;
             }
-            if *source == DraftSource::ValidationRetry {
+            if source == DraftSource::ValidationRetry {
                 w.validation_retries += 1;
             }
-            if let Some(g) = goal_understanding {
-                w.goal = Some(g.clone());
+            if goal_understanding.is_some() {
+                w.goal = goal_understanding;
             }
-            if let Some(d) = task_decomposition {
-                w.decomposition = Some(d.clone());
+            if task_decomposition.is_some() {
+                w.decomposition = task_decomposition;
             }
-            if let Some(a) = action_plan {
-                w.actions = Some(a.clone());
+            if action_plan.is_some() {
+                w.actions = action_plan;
             }
             if !self_check.is_null() {
-                w.self_check = self_check.clone();
+                w.self_check = self_check;
             }
-            w.problems = problems.clone();
+            w.problems = problems;
         }
         EntryBody::Question(asked) => {
             s.pending = Some(Pending::Question {
-                asked: asked.clone(),
-                asked_at: e.ts,
+                asked,
+                asked_at: ts,
             })
         }
         EntryBody::Answer { text, assumed, .. } => {
@@ -313,7 +319,7 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                 } = asked;
                 // The answer (or the stated assumptions) is feedback for a fresh goal understanding.
                 let mut feedback = vec![format!("Questions asked: {}", questions.join(" | "))];
-                if *assumed {
+                if assumed {
                     feedback.push(format!(
                         "No answer arrived in time; proceed on these assumptions: {}",
                         assumptions.join(" | ")
@@ -339,19 +345,19 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         } => match decision {
             None => {
                 s.pending = Some(Pending::Approval {
-                    request_id: request_id.clone(),
-                    subject: subject.clone(),
-                    asked_at: e.ts,
+                    request_id,
+                    subject,
+                    asked_at: ts,
                 })
             }
             Some(verdict) => {
-                if matches!(&s.pending, Some(Pending::Approval { request_id: r, .. }) if r == request_id)
+                if matches!(&s.pending, Some(Pending::Approval { request_id: r, .. }) if *r == request_id)
                 {
                     s.pending = None;
                 }
-                apply_approval(s, subject, *verdict);
+                apply_approval(s, &subject, verdict);
                 // An approved alternative (seed 003) carries the entries that make it current.
-                if *verdict == ApprovalDecision::Approved
+                if verdict == ApprovalDecision::Approved
                     && subject.get("kind").and_then(Value::as_str) == Some("alternative")
                 {
                     let bodies: Vec<EntryBody> = subject
@@ -360,8 +366,14 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
                         .and_then(|v| serde_json::from_value(v).ok())
                         .unwrap_or_default();
                     for body in bodies {
-                        let inner = Entry { body, ..e.clone() };
-                        apply(s, &inner);
+                        let inner = Entry {
+                            v,
+                            seq,
+                            ts,
+                            run_id: run_id.clone(),
+                            body,
+                        };
+                        apply_owned(s, inner);
                     }
                 }
             }
@@ -372,12 +384,12 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             replanning_info,
             note,
         } => {
-            let t = s.tasks.entry(task_id.clone()).or_default();
-            t.state = *state;
+            let t = s.tasks.entry(task_id).or_default();
+            t.state = state;
             if replanning_info.is_some() {
-                t.replanning_info = replanning_info.clone();
+                t.replanning_info = replanning_info;
             }
-            t.note = note.clone();
+            t.note = note;
             if !state.is_terminal() {
                 s.final_review_done = false;
                 s.completion = None;
@@ -391,33 +403,33 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
             updated_plan,
         } => apply_split(
             s,
-            original_task_id,
-            new_subtasks,
+            &original_task_id,
+            &new_subtasks,
             updated_action_plan.as_ref(),
-            replanning_info,
+            &replanning_info,
             updated_plan.as_deref(),
         ),
         EntryBody::Action { outcome, .. } => {
             s.actions_executed += 1;
-            if *outcome != super::entry::ActionOutcome::Ok {
+            if outcome != super::entry::ActionOutcome::Ok {
                 s.action_errors += 1;
             }
         }
-        EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id.clone()),
+        EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id),
         EntryBody::Effect { key, .. } => {
-            s.effect_keys.insert(key.clone());
+            s.effect_keys.insert(key);
         }
-        EntryBody::Usage { usage } => s.usage.add(usage),
-        EntryBody::Completion { completion } => s.completion = Some((**completion).clone()),
+        EntryBody::Usage { usage } => s.usage.add(&usage),
+        EntryBody::Completion { completion } => s.completion = Some(*completion),
         EntryBody::RunFinished {
             status,
             structured_output,
             ..
         } => {
-            s.last_status = Some(*status);
-            if let Some(run) = s.runs.iter_mut().rev().find(|r| r.run_id == e.run_id) {
-                run.status = Some(*status);
-                run.structured_output = structured_output.clone();
+            s.last_status = Some(status);
+            if let Some(run) = s.runs.iter_mut().rev().find(|r| r.run_id == run_id) {
+                run.status = Some(status);
+                run.structured_output = structured_output;
             }
         }
         EntryBody::Refinement {
@@ -430,38 +442,35 @@ pub fn apply(s: &mut SessionState, e: &Entry) {
         } => {
             if let Some(w) = s.planning.as_mut() {
                 w.refinement.push(RefinementRound {
-                    attempt: *attempt,
-                    score: *score,
-                    is_acceptable: *is_acceptable,
-                    verdict: *decision,
-                    for_suggestions: *decision == RefinementVerdict::Replan && *is_acceptable,
+                    attempt,
+                    score,
+                    is_acceptable,
+                    verdict: decision,
+                    for_suggestions: decision == RefinementVerdict::Replan && is_acceptable,
                 });
-                if *decision == RefinementVerdict::Replan {
-                    w.feedback = vec![reason.clone()];
+                if decision == RefinementVerdict::Replan {
+                    w.feedback = vec![reason];
                 }
             }
         }
         EntryBody::Judge {
             task_id, outcome, ..
         } => {
-            s.judgements.push((task_id.clone(), *outcome));
-            if *outcome == JudgeOutcome::NeedsContinuation {
+            if outcome == JudgeOutcome::NeedsContinuation {
                 *s.continuations.entry(task_id.clone()).or_default() += 1;
             }
+            s.judgements.push((task_id, outcome));
         }
     }
 }
 
-fn apply_decision(s: &mut SessionState, d: &DecisionRecord) {
-    s.decisions.push(d.clone());
+fn apply_decision(s: &mut SessionState, d: DecisionRecord) {
     if d.executed {
-        start_replan(s, d);
-        return;
+        start_replan(s, &d);
+    } else if d.result != DecisionResult::Pending {
+        settle_decision(s, d.phase);
     }
-    if d.result == DecisionResult::Pending {
-        return;
-    }
-    settle_decision(s, d.phase);
+    s.decisions.push(d);
 }
 
 /// A decision that does not replan lets the draft (or the finished plan) go on.

@@ -2,17 +2,22 @@
 //! side). The engine appends through `app::history_sink::HistorySink`, the one journal.
 
 use super::backend::{HistoryBackend, HistoryError};
-use super::entry::Entry;
+use super::effects::{self, Intent};
 use super::jsonl::{self, CorruptLine};
-use super::state::{SessionState, replay};
+use super::state::{SessionState, apply_owned};
 use crate::trigger::ThreadRef;
+use std::collections::BTreeMap;
 
-/// A thread as read: entries in file order, the lines that were skipped, and the replayed state.
+/// A thread as read: the replayed state, the lines that were skipped, and what else a run needs
+/// from the entries (which are not kept: replaying holds only the state).
 #[derive(Debug, Clone, Default)]
 pub struct LoadedThread {
-    pub entries: Vec<Entry>,
+    /// Entries read.
+    pub entries: usize,
     pub corrupt: Vec<CorruptLine>,
     pub state: SessionState,
+    /// The forge writes recorded, the last intent per key.
+    pub intents: BTreeMap<String, Intent>,
 }
 
 pub async fn load(
@@ -20,11 +25,18 @@ pub async fn load(
     thread: &ThreadRef,
 ) -> Result<LoadedThread, HistoryError> {
     let loaded = backend.load(thread).await?;
-    let parsed = jsonl::parse(&loaded.text);
-    let state = replay(&parsed.entries);
+    let mut state = SessionState::default();
+    let mut intents = BTreeMap::new();
+    let scan = jsonl::for_each_entry(&loaded.text, |e| {
+        if let Some(intent) = effects::intent_of(&e) {
+            intents.insert(intent.key.clone(), intent);
+        }
+        apply_owned(&mut state, e);
+    });
     Ok(LoadedThread {
-        entries: parsed.entries,
-        corrupt: parsed.corrupt,
+        entries: scan.entries,
+        corrupt: scan.corrupt,
         state,
+        intents,
     })
 }

@@ -228,6 +228,14 @@ fn corrupt_lines_are_skipped_and_survive_a_later_append() {
     assert_eq!(parsed.entries, entries);
     assert_eq!(replay(&parsed.entries), replay(&parsed_clean.entries));
 
+    // Replaying the file as it is read (the load path) gives the same state and the same report,
+    // also when the file is large enough to be parsed on several threads.
+    assert!(corrupted.len() > 2 << 20, "{}", corrupted.len());
+    let (state, scan) = replan::history::replay_text(&corrupted);
+    assert_eq!(state, replay(&parsed.entries));
+    assert_eq!(scan.corrupt, parsed.corrupt);
+    assert_eq!((scan.entries, scan.max_seq), (entries.len(), 10_001));
+
     // A further append keeps every line, closes the cut-off line and numbers after the future one.
     let dir = tempfile::tempdir().unwrap();
     let history = LocalHistory::new(dir.path(), "planning_history");
@@ -850,7 +858,12 @@ fn every_export_format_renders_the_history() {
     assert!(b.contains("- line 4: not valid JSON"), "{b}");
 
     let parsed = jsonl::parse(&text);
-    let show = replan::history::export::summary(&thread, &parsed.entries, &parsed.corrupt);
+    let show = replan::history::export::summary(
+        &thread,
+        &replay(&parsed.entries),
+        parsed.entries.len(),
+        &parsed.corrupt,
+    );
     assert!(
         show.starts_with("issue #12: 20 entries, 2 runs, 1 corrupt lines skipped\n"),
         "{show}"

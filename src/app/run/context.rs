@@ -126,7 +126,7 @@ pub(super) fn notice_effects(
         backend.clone(),
         thread,
         run_id,
-        &[],
+        Default::default(),
     ))
 }
 

@@ -179,7 +179,7 @@ pub(super) async fn cycle_on_thread(
         backend.clone(),
         thread,
         &ctx.run_id,
-        &loaded.entries,
+        loaded.intents.clone(),
     )));
     // Prompt overrides are read, like the config, before anything model-driven starts (MCP
     // servers start while the registry is built).
