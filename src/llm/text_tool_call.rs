@@ -26,7 +26,28 @@ pub fn tool_call_in_text(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
 /// object that names an offered tool is that call, and a missing `arguments` means none (a small
 /// model answered the call-only re-ask with `{"tool": "list_files"}` and no action ran).
 pub fn requested_tool_call(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
-    first_call(text, tools, true)
+    first_call(text, tools, true).or_else(|| named_call(text, tools))
+}
+
+/// The call a reply names when its JSON does not parse (`{"tool": "list_files", "arguments":
+/// {...}}`, the example's shape with a placeholder): the first offered tool named as `"tool"` or
+/// `"name"`, with no arguments; the registry checks them like any call's.
+fn named_call(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
+    static NAMED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#""(?:tool|name)"\s*:\s*"([^"]+)""#).expect("valid regex")
+    });
+    let mut end = text.len().min(SEARCHED_CHARS);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    NAMED.captures_iter(&text[..end]).find_map(|caps| {
+        let spec = tools.iter().find(|t| t.name == caps[1])?;
+        Some(ToolCall {
+            id: format!("text_call_{}", spec.name),
+            name: spec.name.clone(),
+            arguments: Value::Object(Default::default()),
+        })
+    })
 }
 
 fn first_call(text: &str, tools: &[ToolSpec], asked_for_one: bool) -> Option<ToolCall> {
@@ -147,9 +168,18 @@ mod tests {
         assert_eq!(call.name, "list_files");
         assert_eq!(call.arguments, serde_json::json!({}));
         assert!(requested_tool_call(r#"{"tool": "run_shell"}"#, &tools).is_none());
-        assert!(
-            requested_tool_call(r#"{"tool": "list_files", "arguments": [1]}"#, &tools).is_none()
-        );
+        // Arguments that are no object, or JSON that does not parse, still name the call it was
+        // asked for; it runs with none.
+        for named in [
+            r#"{"tool": "list_files", "arguments": {...}}"#,
+            r#"{"tool": "list_files", "arguments": [1]}"#,
+        ] {
+            assert!(tool_call_in_text(named, &tools).is_none(), "{named}");
+            let call = requested_tool_call(named, &tools).expect("the named call");
+            assert_eq!(call.name, "list_files");
+            assert_eq!(call.arguments, serde_json::json!({}));
+        }
+        assert!(requested_tool_call("no call here", &tools).is_none());
     }
 
     #[test]
