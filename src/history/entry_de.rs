@@ -85,7 +85,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
             match key.as_ref() {
                 "v" => env.v = Some(map.next_value()?),
                 "seq" => env.seq = Some(map.next_value()?),
-                "ts" => env.ts = Some(map.next_value()?),
+                "ts" => {
+                    let Str(text) = map.next_value::<Str>()?;
+                    let ts = super::timestamp::parse_utc(&text).map_err(de::Error::custom)?;
+                    env.ts = Some(ts);
+                }
                 "run_id" => env.run_id = Some(map.next_value()?),
                 "type"
                     if env.v.is_some()

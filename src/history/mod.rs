@@ -19,6 +19,7 @@ pub mod spool;
 pub(crate) mod state;
 pub mod stats;
 pub(crate) mod store;
+mod timestamp;
 
 pub use backend::{
     AppendOutcome, BlockingBackend, HistoryBackend, HistoryError, HistoryResult, LoadedHistory,

@@ -66,6 +66,18 @@ fn replan_run(llm: &LlmServer, workspace: &Workspace) -> Command {
     command
 }
 
+/// The index of the model request that executes task 2 (the kill point after task 1).
+fn request_of_task_2(llm: &LlmServer) -> usize {
+    llm.requests()
+        .iter()
+        .position(|r| {
+            r.texts()
+                .iter()
+                .any(|t| t.contains("Execute subtask `task_2`"))
+        })
+        .expect("task 2 is executed")
+}
+
 /// Commits the work branch holds beyond `main` on the origin (None: it was never pushed).
 fn work_branch_saves(workspace: &Workspace) -> Option<String> {
     workspace
@@ -239,15 +251,7 @@ fn a_cycle_killed_at_any_point_resumes_to_one_comment_and_one_pull_request() {
 fn finished_tasks_changes_survive_a_rerun_on_a_fresh_checkout() {
     let reference = workspace();
     let llm = run_to_the_end_with(&reference);
-    let task_2 = llm
-        .requests()
-        .iter()
-        .position(|r| {
-            r.texts()
-                .iter()
-                .any(|t| t.contains("Execute subtask `task_2`"))
-        })
-        .expect("task 2 is executed");
+    let task_2 = request_of_task_2(&llm);
 
     let mut first = workspace();
     first.env.push(SAVE_AFTER_EVERY_TASK);
@@ -301,15 +305,7 @@ fn a_short_run_saves_the_work_branch_once() {
         Some("1"),
         "one save of the work branch in a run shorter than the interval"
     );
-    let task_2 = llm
-        .requests()
-        .iter()
-        .position(|r| {
-            r.texts()
-                .iter()
-                .any(|t| t.contains("Execute subtask `task_2`"))
-        })
-        .expect("task 2 is executed");
+    let task_2 = request_of_task_2(&llm);
 
     let killed = workspace();
     run_killed_at(&killed, task_2);
