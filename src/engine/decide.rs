@@ -351,16 +351,17 @@ fn act(
                     &decision,
                     Done::new(true, DecisionResult::Success),
                 );
+                let (questions, assumptions) = (decision.questions(), decision.assumptions());
                 batch.push(EntryBody::Question(Question {
-                    questions: decision.questions(),
+                    questions: questions.clone(),
                     context: decision.reasoning.clone(),
-                    assumptions: decision.assumptions(),
+                    assumptions: assumptions.clone(),
                     phase: rec.phase,
                 }));
                 notices.push(Notice::Clarification {
-                    questions: decision.questions(),
+                    questions,
                     context: decision.reasoning.clone(),
-                    assumptions: decision.assumptions(),
+                    assumptions,
                 });
                 return DecisionOutcome::Waiting(RunStatus::WaitingForAnswer);
             }

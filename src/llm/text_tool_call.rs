@@ -36,26 +36,32 @@ fn named_call(text: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
     static NAMED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#""(?:tool|name)"\s*:\s*"([^"]+)""#).expect("valid regex")
     });
-    let mut end = text.len().min(SEARCHED_CHARS);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    NAMED.captures_iter(&text[..end]).find_map(|caps| {
+    NAMED.captures_iter(searched(text)).find_map(|caps| {
         let spec = tools.iter().find(|t| t.name == caps[1])?;
-        Some(ToolCall {
-            id: format!("text_call_{}", spec.name),
-            name: spec.name.clone(),
-            arguments: Value::Object(Default::default()),
-        })
+        Some(call(spec, Value::Object(Default::default())))
     })
 }
 
-fn first_call(text: &str, tools: &[ToolSpec], asked_for_one: bool) -> Option<ToolCall> {
+/// The start of `text` that is searched for a call (at most [`SEARCHED_CHARS`] bytes, cut on a
+/// character boundary).
+fn searched(text: &str) -> &str {
     let mut end = text.len().min(SEARCHED_CHARS);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let text = &text[..end];
+    &text[..end]
+}
+
+fn call(spec: &ToolSpec, arguments: Value) -> ToolCall {
+    ToolCall {
+        id: format!("text_call_{}", spec.name),
+        name: spec.name.clone(),
+        arguments,
+    }
+}
+
+fn first_call(text: &str, tools: &[ToolSpec], asked_for_one: bool) -> Option<ToolCall> {
+    let text = searched(text);
     text.match_indices('{').find_map(|(start, _)| {
         let value = serde_json::Deserializer::from_str(&text[start..])
             .into_iter::<Value>()
@@ -80,11 +86,7 @@ fn call_of(value: &Value, tools: &[ToolSpec], asked_for_one: bool) -> Option<Too
         None if asked_for_one => Value::Object(Default::default()),
         None => return None,
     };
-    arguments.is_object().then(|| ToolCall {
-        id: format!("text_call_{}", spec.name),
-        name: spec.name.clone(),
-        arguments,
-    })
+    arguments.is_object().then(|| call(spec, arguments))
 }
 
 /// The reply schema of "call one of `tools`": one branch per tool, its name as the only allowed
