@@ -161,9 +161,8 @@ pub fn tool_availability(plan: &Plan, tools: &ToolRegistry) -> String {
 /// The plan as one line per subtask, in execution order and without states, so the text stays
 /// byte-identical while the plan does (the cached prefix of every execute turn).
 pub fn compact_plan(plan: &Plan) -> String {
-    let lines: Vec<String> = super::step::execution_order(plan)
-        .iter()
-        .filter_map(|id| plan.subtask(id))
+    let lines: Vec<String> = super::step::ordered_subtasks(plan)
+        .into_iter()
         .map(|t| {
             let deps = if t.dependencies.is_empty() {
                 String::new()
@@ -191,9 +190,8 @@ pub fn task_states(plan: &Plan, state: &SessionState) -> Vec<String> {
 
 /// The plan with each subtask's state, for the decisions that weigh progress (reflection).
 pub fn plan_with_states(plan: &Plan, state: &SessionState) -> String {
-    let lines: Vec<String> = super::step::execution_order(plan)
-        .iter()
-        .filter_map(|id| plan.subtask(id))
+    let lines: Vec<String> = super::step::ordered_subtasks(plan)
+        .into_iter()
         .map(|t| {
             let actions: Vec<String> = plan
                 .action_plan

@@ -7,7 +7,8 @@ use crate::engine::EngineInput;
 use crate::history::SessionState;
 use crate::history::entry::{RefinementVerdict, RunStatus};
 use crate::history::state::{Pending, PlanningWork};
-use crate::plan::{Phase, Plan, TaskState};
+use crate::plan::{Phase, Plan, Subtask, TaskState};
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -173,37 +174,131 @@ pub fn next_runnable(plan: &Plan, state: &SessionState) -> Option<String> {
 
 /// Every subtask that can run now (its dependencies done), in dependency order.
 pub fn runnable(plan: &Plan, state: &SessionState) -> Vec<String> {
-    let order = execution_order(plan);
-    order
-        .into_iter()
-        .filter(|id| {
-            let runnable = matches!(
-                state.task_state(id),
+    let ordered = ordered_subtasks(plan);
+    let known: HashSet<&str> = ordered.iter().map(|t| t.id.as_str()).collect();
+    ordered
+        .iter()
+        .filter(|t| {
+            matches!(
+                state.task_state(&t.id),
                 TaskState::Ready | TaskState::Running | TaskState::NeedsContinuation
-            );
-            runnable
-                && plan.subtask(id).is_some_and(|t| {
-                    t.dependencies.iter().all(|d| {
-                        matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
-                            || plan.subtask(d).is_none()
-                    })
-                })
+            ) && t.dependencies.iter().all(|d| {
+                matches!(state.task_state(d), TaskState::Done | TaskState::Cancelled)
+                    || !known.contains(d.as_str())
+            })
         })
+        .map(|t| t.id.clone())
         .collect()
 }
 
 /// The plan's execution order, then any subtask it forgot, so nothing is silently skipped.
 pub fn execution_order(plan: &Plan) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    for id in &plan.action_plan.execution_order {
-        if plan.subtask(id).is_some() && !order.contains(id) {
-            order.push(id.clone());
-        }
+    ordered_subtasks(plan)
+        .into_iter()
+        .map(|t| t.id.clone())
+        .collect()
+}
+
+/// The subtasks in [`execution_order`]; an id the plan holds twice is its first subtask, as
+/// [`Plan::subtask`] finds it. Linear in the plan's size: the driver asks on every step, and
+/// nested lookups made it a visible share of a long cycle's overhead.
+pub fn ordered_subtasks(plan: &Plan) -> Vec<&Subtask> {
+    let subtasks = &plan.task_decomposition.subtasks;
+    let mut by_id: HashMap<&str, &Subtask> = HashMap::with_capacity(subtasks.len());
+    for t in subtasks {
+        by_id.entry(t.id.as_str()).or_insert(t);
     }
-    for id in plan.subtask_ids() {
-        if !order.iter().any(|o| o == id) {
-            order.push(id.to_string());
+    let mut placed: HashSet<&str> = HashSet::with_capacity(subtasks.len());
+    let mut order = Vec::with_capacity(by_id.len());
+    let listed = plan.action_plan.execution_order.iter().map(String::as_str);
+    for id in listed.chain(subtasks.iter().map(|t| t.id.as_str())) {
+        if let Some(t) = by_id.get(id)
+            && placed.insert(id)
+        {
+            order.push(*t);
         }
     }
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::state::TaskStatus;
+    use crate::plan::{ActionPlan, TaskDecomposition};
+
+    fn plan(subtasks: &[(&str, &[&str])], order: &[&str]) -> Plan {
+        Plan {
+            task_decomposition: TaskDecomposition {
+                reasoning: String::new(),
+                subtasks: subtasks
+                    .iter()
+                    .map(|(id, deps)| Subtask {
+                        id: id.to_string(),
+                        description: format!("do {id}"),
+                        dependencies: deps.iter().map(|d| d.to_string()).collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            },
+            action_plan: ActionPlan {
+                execution_order: order.iter().map(|s| s.to_string()).collect(),
+                actions: Vec::new(),
+            },
+            ..Default::default()
+        }
+    }
+
+    fn with_states(states: &[(&str, TaskState)]) -> SessionState {
+        let mut state = SessionState::default();
+        for (id, s) in states {
+            state.tasks.insert(
+                id.to_string(),
+                TaskStatus {
+                    state: *s,
+                    ..Default::default()
+                },
+            );
+        }
+        state
+    }
+
+    #[test]
+    fn the_order_lists_each_subtask_once_and_appends_the_forgotten_ones() {
+        // `t4` is listed but not a subtask, `t2` listed twice, `t3` and `t5` never listed.
+        let p = plan(
+            &[("t1", &[]), ("t2", &[]), ("t3", &[]), ("t5", &[])],
+            &["t2", "t4", "t1", "t2"],
+        );
+        assert_eq!(execution_order(&p), ["t2", "t1", "t3", "t5"]);
+    }
+
+    #[test]
+    fn an_id_held_twice_is_its_first_subtask() {
+        let mut p = plan(&[("t1", &[]), ("t1", &["t0"])], &["t1"]);
+        p.task_decomposition.subtasks[0].description = "first".into();
+        let ordered = ordered_subtasks(&p);
+        assert_eq!(ordered.len(), 1);
+        assert_eq!(ordered[0].description, "first");
+    }
+
+    #[test]
+    fn runnable_subtasks_have_their_known_dependencies_done_or_cancelled() {
+        let p = plan(
+            &[
+                ("a", &[]),
+                ("b", &["a"]),
+                ("c", &["gone"]),
+                ("d", &["a", "e"]),
+                ("e", &[]),
+            ],
+            &["e", "d", "c", "b", "a"],
+        );
+        let state = with_states(&[("a", TaskState::Done), ("e", TaskState::Cancelled)]);
+        // An unknown dependency (`gone`) does not hold `c` back; finished tasks do not run again.
+        assert_eq!(runnable(&p, &state), ["d", "c", "b"]);
+        let state = with_states(&[("a", TaskState::Running)]);
+        assert_eq!(runnable(&p, &state), ["e", "c", "a"]);
+        assert_eq!(next_runnable(&p, &state).as_deref(), Some("e"));
+    }
 }

@@ -315,9 +315,9 @@ fn execute_request(
         ),
         None => "(first attempt)".to_string(),
     };
-    let remaining = crate::engine::step::execution_order(&plan)
+    let remaining = crate::engine::step::ordered_subtasks(&plan)
         .into_iter()
-        .filter(|id| !batch.state.task_state(id).is_terminal() && id != task_id)
+        .filter(|t| !batch.state.task_state(&t.id).is_terminal() && t.id != task_id)
         .count();
     let rules = if folded {
         cx.render("execute_folded_rules", &[])?
