@@ -55,7 +55,7 @@ mod tests {
             ..Default::default()
         };
         let mut state = SessionState {
-            plan: Some(Plan {
+            plan: Some(std::sync::Arc::new(Plan {
                 task_decomposition: TaskDecomposition {
                     reasoning: String::new(),
                     subtasks: vec![
@@ -65,7 +65,7 @@ mod tests {
                     ],
                 },
                 ..Default::default()
-            }),
+            })),
             ..SessionState::default()
         };
         state.tasks.entry("task_1".into()).or_default().state = TaskState::Done;

@@ -118,7 +118,9 @@ pub struct RunSummary {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SessionState {
-    pub plan: Option<Plan>,
+    /// Shared, not copied: every step works on a copy of the state (see `engine::batch`), and
+    /// the plan is its largest part and changes only with a new plan or revision.
+    pub plan: Option<std::sync::Arc<Plan>>,
     pub plan_version: u32,
     pub plan_history: Vec<PlanSnapshot>,
     pub tasks: BTreeMap<String, TaskStatus>,
@@ -576,7 +578,7 @@ fn apply_split(
 ) {
     let new_ids: Vec<String> = new_subtasks.iter().map(|t| t.id.clone()).collect();
     if let Some(updated) = updated_plan {
-        s.plan = Some(updated.clone());
+        s.plan = Some(std::sync::Arc::new(updated.clone()));
         for id in &new_ids {
             let t = s.tasks.entry(id.clone()).or_default();
             t.state = TaskState::Ready;
@@ -585,7 +587,7 @@ fn apply_split(
         s.final_review_done = false;
         return;
     }
-    let Some(plan) = s.plan.as_mut() else {
+    let Some(plan) = s.plan.as_mut().map(std::sync::Arc::make_mut) else {
         return;
     };
     let subtasks = &mut plan.task_decomposition.subtasks;
@@ -664,7 +666,7 @@ fn set_plan(
         .map(|(id, t)| (id.clone(), t.clone()))
         .collect();
     s.plan_version = version;
-    s.plan = Some(plan);
+    s.plan = Some(std::sync::Arc::new(plan));
     s.tasks = kept;
     s.continuations.clear();
     s.planning = None;

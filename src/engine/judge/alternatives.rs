@@ -285,7 +285,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v))
                     .collect::<BTreeMap<_, _>>(),
             });
-            s.plan = Some(p);
+            s.plan = Some(std::sync::Arc::new(p));
         }
         for (id, st) in current {
             s.tasks.insert(

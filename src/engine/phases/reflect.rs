@@ -124,7 +124,7 @@ pub async fn reflect(
     }
     let new_plan = Plan {
         action_plan: updated,
-        ..plan
+        ..Plan::clone(&plan)
     };
     let problems = super::planning::validation_problems(cx, &new_plan);
     if !problems.is_empty() {

@@ -84,7 +84,7 @@ pub fn carry_over_from_state(
     replan_type: ReplanType,
 ) -> CarryOver {
     let empty = Plan::default();
-    let old = state.plan.as_ref().unwrap_or(&empty);
+    let old = state.plan.as_deref().unwrap_or(&empty);
     carry_over(old, |id| state.task_state(id), new_plan, replan_type)
 }
 
@@ -109,7 +109,7 @@ mod tests {
 
     fn state(old: &Plan, states: &[(&str, TaskState)]) -> SessionState {
         let mut s = SessionState {
-            plan: Some(old.clone()),
+            plan: Some(std::sync::Arc::new(old.clone())),
             ..Default::default()
         };
         for (id, st) in states {
