@@ -62,10 +62,13 @@ impl GitPushPublisher {
         let repo = repo.to_path_buf();
         let refspec = push_refspec(branch, force);
         tokio::task::spawn_blocking(move || {
-            if git(&repo, &["remote", "get-url", "origin"], &[]).is_err() {
-                return Ok(());
+            match git(&repo, &["push", "--quiet", "origin", &refspec], &[]) {
+                Ok(_) => Ok(()),
+                // Asked only when the push failed: a checkout without `origin` has nowhere to
+                // push to, and that is not an error (one `git` process less per save).
+                Err(_) if git(&repo, &["remote", "get-url", "origin"], &[]).is_err() => Ok(()),
+                Err(e) => Err(e),
             }
-            git(&repo, &["push", "--quiet", "origin", &refspec], &[]).map(|_| ())
         })
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
@@ -184,6 +187,79 @@ pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, T
             ),
         ))
     }
+}
+
+/// The object id of each of `names` (any revision syntax), None for one that does not exist:
+/// one `git cat-file --batch-check` for all of them.
+pub fn object_ids(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, ToolError> {
+    use std::io::Write as _;
+    if let Some(bad) = names.iter().find(|n| n.contains('\n')) {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            format!("not a revision: {bad:?}"),
+        ));
+    }
+    let mut child = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["cat-file", "--batch-check=%(objectname)"])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
+    let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+    // A few short lines: they fit the pipe, so writing all before reading cannot block.
+    let written = child
+        .stdin
+        .take()
+        .map(|mut stdin| stdin.write_all(input.as_bytes()));
+    let output = child
+        .wait_with_output()
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
+    if !output.status.success() || !matches!(written, Some(Ok(()))) {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            format!(
+                "`git cat-file --batch-check` failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let ids: Vec<Option<String>> = text
+        .lines()
+        .map(|line| {
+            let id = line.trim();
+            (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_owned())
+        })
+        .collect();
+    if ids.len() != names.len() {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            format!("`git cat-file --batch-check` printed an unexpected answer: {text}"),
+        ));
+    }
+    Ok(ids)
+}
+
+/// The git directory of a checkout whose top is `repo`, read from `<repo>/.git` (a directory,
+/// or a worktree's `gitdir:` file) without running git; None when `repo` has no `.git` (a
+/// subdirectory of the checkout, say), so the caller asks git.
+fn git_dir_of(repo: &Path) -> Option<PathBuf> {
+    let dot_git = repo.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    let dir = if meta.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.strip_prefix("gitdir:")?.trim();
+        repo.join(target)
+    };
+    std::fs::canonicalize(dir).ok().filter(|d| d.is_dir())
 }
 
 /// The branch checked out in `repo`, or None when HEAD is detached.
@@ -326,54 +402,34 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    /// Find `branch` (or HEAD) and fill the temporary index: two `git` processes and a copy of
-    /// the checkout's index.
+    /// Find `branch` (or HEAD) and fill the temporary index: one `git` process (two when the
+    /// checkout's git directory is not `<repo>/.git`) and a copy of the checkout's index.
     pub fn open(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
         let full = format!("refs/heads/{branch}");
-        // A pattern also matches refs below it: keep the exact name only.
-        let tip = git(
-            repo,
-            &[
-                "for-each-ref",
-                "--format=%(refname) %(objectname) %(tree)",
-                &full,
-            ],
-            &[],
-        )?
-        .lines()
-        .find_map(|line| {
-            let mut words = line.split(' ');
-            (words.next() == Some(full.as_str()))
-                .then(|| Some((words.next()?.to_owned(), words.next()?.to_owned())))?
-        });
-        let (git_dir, parent, tree) = match tip.clone() {
-            Some((commit, tree)) => {
-                let git_dir = git(repo, &["rev-parse", "--absolute-git-dir"], &[])?;
-                (git_dir, commit, tree)
+        // One `cat-file` answers for the branch and HEAD at once, and says "missing" instead of
+        // failing for a branch that does not exist yet.
+        let names = [
+            full.clone(),
+            format!("{full}^{{tree}}"),
+            "HEAD".to_owned(),
+            "HEAD^{tree}".to_owned(),
+        ];
+        let ids = object_ids(repo, &names)?;
+        let (tip, parent, tree) = match (&ids[0], &ids[1], &ids[2], &ids[3]) {
+            (Some(commit), Some(tree), _, _) => {
+                (Some(commit.clone()), commit.clone(), tree.clone())
             }
-            None => {
-                let out = git(
-                    repo,
-                    &["rev-parse", "--absolute-git-dir", "HEAD", "HEAD^{tree}"],
-                    &[],
-                )
-                .map_err(|_| {
-                    ToolError::new(
-                        ToolErrorKind::Failed,
-                        "the repository has no commit yet to save the work on",
-                    )
-                })?;
-                let mut lines = out.lines().map(str::to_owned);
-                match (lines.next(), lines.next(), lines.next()) {
-                    (Some(dir), Some(head), Some(tree)) => (dir, head, tree),
-                    _ => {
-                        return Err(ToolError::new(
-                            ToolErrorKind::Failed,
-                            format!("`git rev-parse` printed an unexpected answer: {out}"),
-                        ));
-                    }
-                }
+            (_, _, Some(head), Some(tree)) => (None, head.clone(), tree.clone()),
+            _ => {
+                return Err(ToolError::new(
+                    ToolErrorKind::Failed,
+                    "the repository has no commit yet to save the work on",
+                ));
             }
+        };
+        let git_dir = match git_dir_of(repo) {
+            Some(dir) => dir.to_string_lossy().into_owned(),
+            None => git(repo, &["rev-parse", "--absolute-git-dir"], &[])?,
         };
         let git_dir = PathBuf::from(git_dir);
         let index = git_dir.join(format!("replan-work-index-{}", std::process::id()));
@@ -390,7 +446,7 @@ impl Snapshots {
         }
         Ok(Snapshots {
             index,
-            old: tip.map_or_else(|| NO_COMMIT.to_owned(), |(commit, _)| commit),
+            old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
             parent,
             tree,
         })

@@ -5,7 +5,7 @@ use crate::support::TestRepo;
 use replan::config::{McpServerConfig, ToolsConfig};
 use replan::forge::Forge;
 use replan::forge::local::LocalForge;
-use replan::tools::git::{CommitAuthor, GitPushPublisher, NoPublish};
+use replan::tools::git::{CommitAuthor, GitPushPublisher, NoPublish, Publisher, Snapshots};
 use replan::tools::registry_builder::{BuiltTools, ToolContext, build_registry};
 use replan::tools::workspace::Workspace;
 use replan::tools::{ToolError, ToolErrorKind, ToolRegistry};
@@ -1147,6 +1147,97 @@ async fn open_pull_request_pushes_the_branch_to_origin() {
     )
     .await;
     assert_eq!(remote.show("replan/issue-5:README.md"), "changed\n");
+}
+
+#[tokio::test]
+async fn pushing_from_a_checkout_without_origin_is_skipped_and_a_broken_origin_is_an_error() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit_all("x");
+    repo.run_git(&["branch", "replan/work/issue-5"]);
+    GitPushPublisher
+        .publish(repo.path(), "replan/work/issue-5")
+        .await
+        .expect("no origin: nothing to push to, and no error");
+
+    repo.run_git(&["remote", "add", "origin", "/nonexistent/replan-remote.git"]);
+    let error = GitPushPublisher
+        .publish(repo.path(), "replan/work/issue-5")
+        .await
+        .expect_err("an origin that cannot be reached");
+    assert_eq!(error.kind, ToolErrorKind::Failed);
+    assert!(error.message.contains("git push"), "{error}");
+}
+
+#[test]
+fn snapshots_build_on_the_branch_when_it_exists_and_on_head_otherwise() {
+    let repo = TestRepo::new();
+    repo.write("a.txt", "a\n");
+    let head = repo.commit_all("a");
+    let author = CommitAuthor::default();
+    repo.write("b.txt", "b\n");
+    let mut first = Snapshots::open(repo.path(), "replan/work/issue-9").unwrap();
+    let commit = first
+        .save(repo.path(), "replan/work/issue-9", "one", &author)
+        .unwrap()
+        .expect("a new file is a change");
+    assert_eq!(
+        repo.rev_parse(&format!("{commit}^")).as_deref(),
+        Some(head.as_str())
+    );
+    assert_eq!(repo.show("replan/work/issue-9:b.txt"), "b\n");
+    assert_eq!(
+        first
+            .save(repo.path(), "replan/work/issue-9", "same", &author)
+            .unwrap(),
+        None,
+        "the same tree commits nothing"
+    );
+    drop(first);
+
+    // A later run finds the branch and builds on its tip.
+    repo.write("c.txt", "c\n");
+    let mut second = Snapshots::open(repo.path(), "replan/work/issue-9").unwrap();
+    let next = second
+        .save(repo.path(), "replan/work/issue-9", "two", &author)
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.rev_parse(&format!("{next}^")), Some(commit));
+    assert_eq!(
+        repo.rev_parse("HEAD").as_ref(),
+        Some(&head),
+        "the checkout stays where it was"
+    );
+
+    // A linked worktree's `.git` is a file naming its own git directory (its own index).
+    let linked = tempfile::tempdir().unwrap();
+    let linked = linked.path().join("linked");
+    repo.run_git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        linked.to_str().unwrap(),
+        &head,
+    ]);
+    std::fs::write(linked.join("d.txt"), "d\n").unwrap();
+    let mut in_worktree = Snapshots::open(&linked, "replan/work/issue-10").unwrap();
+    in_worktree
+        .save(&linked, "replan/work/issue-10", "three", &author)
+        .unwrap()
+        .unwrap();
+    assert_eq!(repo.show("replan/work/issue-10:d.txt"), "d\n");
+    assert_eq!(
+        repo.try_show("replan/work/issue-10:b.txt"),
+        None,
+        "built on the worktree's HEAD"
+    );
+
+    let empty = TestRepo::empty();
+    let error = Snapshots::open(empty.path(), "replan/work/issue-9")
+        .err()
+        .unwrap();
+    assert!(error.message.contains("no commit yet"), "{error}");
 }
 
 #[tokio::test]
