@@ -36,7 +36,9 @@ pub struct HistorySink {
 /// done without its files.
 #[async_trait]
 pub trait BeforeCommit: Send + Sync {
-    async fn before_commit(&self);
+    /// `done_at`: when the latest finished task the flush records was accepted; a save whose
+    /// snapshot is younger holds its work.
+    async fn before_commit(&self, done_at: Option<Instant>);
 
     /// When the last save that succeeded took its snapshot: tasks marked done before then have
     /// their work saved, and a flush that records only those needs no save of its own.
@@ -144,7 +146,8 @@ impl HistorySink {
         if let Some(hook) = &self.before_commit
             && !self.work_saved(hook.as_ref())
         {
-            hook.before_commit().await;
+            let done_at = *self.done_at.lock().unwrap_or_else(|e| e.into_inner());
+            hook.before_commit(done_at).await;
         }
         let outcome = self.backend.append(&self.thread, &pending).await?;
         pending.clear();

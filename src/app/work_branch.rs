@@ -1,6 +1,6 @@
 //! Work that survives a fresh checkout: before the history commits a finished task, after
-//! finished tasks (at most once per `history.save_work_every_seconds`) and at the end of the run
-//! the working tree
+//! finished tasks (at most once per `history.save_work_every_seconds`; once no task is left to
+//! run, at once and beside the final review) and at the end of the run the working tree
 //! is committed to `replan/work/<thread>` and pushed,
 //! and a run that resumes a thread on a clean checkout brings those files back before it goes
 //! on. (A CI re-run starts from a new clone; without this the tasks already ticked off would have
@@ -52,8 +52,12 @@ pub struct WorkBranchReporter {
     thread: ThreadRef,
     publisher: Arc<dyn Publisher>,
     author: CommitAuthor,
-    /// Tasks done at the last save, and what the saves so far know about the branch.
-    saved: Mutex<(usize, Option<Snapshots>)>,
+    /// Tasks done at the last save, and what the saves so far know about the branch; held for
+    /// the whole of a save, so whoever needs one waits for the save under way (owned guards: the
+    /// last save of the run runs in a task of its own).
+    saved: Arc<Mutex<(usize, Option<Snapshots>)>>,
+    /// This reporter, for the task that makes the last save beside the run's final steps.
+    me: std::sync::Weak<WorkBranchReporter>,
     /// Tasks done as the last progress report saw them: a save before the history commits
     /// holds at least their work, so the end of the run need not save the same tree again.
     seen_done: std::sync::atomic::AtomicUsize,
@@ -77,19 +81,20 @@ impl WorkBranchReporter {
         author: CommitAuthor,
         tasks_done: usize,
         interval: std::time::Duration,
-    ) -> Self {
-        WorkBranchReporter {
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| WorkBranchReporter {
             inner,
             workspace,
             thread,
             publisher,
             author,
-            saved: Mutex::new((tasks_done, None)),
+            saved: Arc::new(Mutex::new((tasks_done, None))),
+            me: me.clone(),
             seen_done: std::sync::atomic::AtomicUsize::new(tasks_done),
             last_save: std::sync::Mutex::new(std::time::Instant::now()),
             interval,
             saved_at: std::sync::Mutex::new(None),
-        }
+        })
     }
 
     /// A save between tasks, skipped while the last one is younger than the interval.
@@ -98,7 +103,32 @@ impl WorkBranchReporter {
             .fetch_max(state.tasks_done(), std::sync::atomic::Ordering::Relaxed);
         if !self.saved_recently() {
             self.save(state).await;
+        } else if no_task_left_to_run(state) {
+            self.save_beside_the_final_steps(state).await;
         }
+    }
+
+    /// No task is left to run: the history will record the finished ones at the end of the run,
+    /// after the final review and the completion summary (two model calls). The save they need
+    /// starts now and runs beside those calls; the flush that commits them waits for it.
+    async fn save_beside_the_final_steps(&self, state: &SessionState) {
+        let done = state.tasks_done();
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        // Taken here, before the task starts, so a flush that follows cannot slip in first.
+        let mut saved = self.saved.clone().lock_owned().await;
+        if done <= saved.0 {
+            return;
+        }
+        saved.0 = done;
+        tokio::spawn(async move {
+            let message = format!(
+                "Replan: work on {} after {done} finished task(s)",
+                me.thread
+            );
+            me.commit_and_push(&mut saved, message).await;
+        });
     }
 
     /// The last save (or the start of the run) is younger than the interval.
@@ -170,8 +200,14 @@ impl WorkBranchReporter {
 /// whenever the last save was.
 #[async_trait]
 impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
-    async fn before_commit(&self) {
+    async fn before_commit(&self, done_at: Option<std::time::Instant>) {
         let mut saved = self.saved.lock().await;
+        // The save that held the lock (the one beside the final steps) may have covered them.
+        if let (Some(done), Some(at)) = (done_at, self.saved_at())
+            && at >= done
+        {
+            return;
+        }
         // The working tree now holds every task reported done so far.
         saved.0 = saved
             .0
@@ -207,4 +243,13 @@ impl Reporter for WorkBranchReporter {
         self.save(state).await;
         self.inner.finish(state).await
     }
+}
+
+/// Every subtask of the plan has finished or cannot run: no more task work in this run unless
+/// the plan changes.
+fn no_task_left_to_run(state: &SessionState) -> bool {
+    state
+        .plan
+        .as_ref()
+        .is_some_and(|plan| crate::engine::step::next_runnable(plan, state).is_none())
 }

@@ -1158,7 +1158,7 @@ struct LinesAtHook {
 
 #[async_trait::async_trait]
 impl replan::app::history_sink::BeforeCommit for LinesAtHook {
-    async fn before_commit(&self) {
+    async fn before_commit(&self, _done_at: Option<std::time::Instant>) {
         let text = self
             .backend
             .load_blocking(&ThreadRef::issue(4))
@@ -1218,7 +1218,7 @@ struct RecentSave {
 
 #[async_trait::async_trait]
 impl replan::app::history_sink::BeforeCommit for RecentSave {
-    async fn before_commit(&self) {
+    async fn before_commit(&self, _done_at: Option<std::time::Instant>) {
         *self.saves.lock().unwrap() += 1;
         *self.saved_at.lock().unwrap() = Some(std::time::Instant::now());
     }

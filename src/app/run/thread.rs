@@ -159,7 +159,7 @@ pub(super) async fn cycle_on_thread(
     crate::app::work_branch::restore(ctx.workspace.clone(), thread, &loaded.state).await;
     let work_saver = match &ctx.stage {
         Some(stage) if !stage.saves_work_branch() => None,
-        _ => Some(Arc::new(crate::app::work_branch::WorkBranchReporter::new(
+        _ => Some(crate::app::work_branch::WorkBranchReporter::new(
             reporter.clone(),
             ctx.workspace.clone(),
             thread,
@@ -167,7 +167,7 @@ pub(super) async fn cycle_on_thread(
             author.clone(),
             loaded.state.tasks_done(),
             ctx.config.history.save_work_every(),
-        ))),
+        )),
     };
     let reporter: Arc<dyn Reporter> = match &work_saver {
         Some(saver) => saver.clone(),

@@ -316,6 +316,49 @@ fn a_short_run_saves_the_work_branch_once() {
     assert_eq!(state.hello_on_the_branch, "hello\n");
 }
 
+#[test]
+fn the_last_save_reaches_origin_while_the_model_writes_the_final_review() {
+    let reference = workspace();
+    let llm = run_to_the_end_with(&reference);
+    let final_review = llm
+        .requests()
+        .iter()
+        .position(|r| {
+            r.texts()
+                .iter()
+                .any(|t| t.contains("You have completed the execution of planned actions"))
+        })
+        .expect("the run asks for a final review");
+
+    // The final review is never answered: whatever reaches origin got there while the run waited.
+    let held = workspace();
+    let llm = LlmServer::start(commenting_scenario());
+    llm.hold_from(final_review);
+    let mut child = replan_run(&llm, &held)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let saved = loop {
+        let on_origin = held.origin.try_show("replan/work/issue-7:hello.md");
+        if on_origin.is_some() || Instant::now() > deadline {
+            break on_origin;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended ({status}) while its final review was held");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        llm.requests().len() > final_review,
+        "the final review was asked for"
+    );
+    assert_eq!(saved.as_deref(), Some("hello\n"));
+}
+
 /// Task 1's turn decides a partial replan (a "Plan Revision Decided" notice), then the plan is
 /// made again: the notice comment is posted before the model is asked for the new plan.
 fn replanning_scenario() -> Scenario {
