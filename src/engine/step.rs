@@ -224,43 +224,10 @@ pub fn ordered_subtasks(plan: &Plan) -> Vec<&Subtask> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::state::TaskStatus;
-    use crate::plan::{ActionPlan, TaskDecomposition};
-
-    fn plan(subtasks: &[(&str, &[&str])], order: &[&str]) -> Plan {
-        Plan {
-            task_decomposition: TaskDecomposition {
-                reasoning: String::new(),
-                subtasks: subtasks
-                    .iter()
-                    .map(|(id, deps)| Subtask {
-                        id: id.to_string(),
-                        description: format!("do {id}"),
-                        dependencies: deps.iter().map(|d| d.to_string()).collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-            },
-            action_plan: ActionPlan {
-                execution_order: order.iter().map(|s| s.to_string()).collect(),
-                actions: Vec::new(),
-            },
-            ..Default::default()
-        }
-    }
+    use crate::plan::plan_of as plan;
 
     fn with_states(states: &[(&str, TaskState)]) -> SessionState {
-        let mut state = SessionState::default();
-        for (id, s) in states {
-            state.tasks.insert(
-                id.to_string(),
-                TaskStatus {
-                    state: *s,
-                    ..Default::default()
-                },
-            );
-        }
-        state
+        SessionState::default().with_task_states(states)
     }
 
     #[test]

@@ -152,6 +152,21 @@ pub struct SessionState {
 }
 
 impl SessionState {
+    /// This state with these tasks in these states, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn with_task_states(mut self, states: &[(&str, TaskState)]) -> Self {
+        for (id, state) in states {
+            self.tasks.insert(
+                id.to_string(),
+                TaskStatus {
+                    state: *state,
+                    ..Default::default()
+                },
+            );
+        }
+        self
+    }
+
     pub fn has_plan(&self) -> bool {
         self.plan.is_some()
     }

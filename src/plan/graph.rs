@@ -231,30 +231,9 @@ impl TaskGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{ActionPlan, Subtask, TaskDecomposition};
+    use crate::plan::Subtask;
+    use crate::plan::plan_of as plan;
     use proptest::prelude::*;
-
-    fn plan(tasks: &[(&str, &[&str])], order: &[&str]) -> Plan {
-        Plan {
-            task_decomposition: TaskDecomposition {
-                subtasks: tasks
-                    .iter()
-                    .map(|(id, deps)| Subtask {
-                        id: id.to_string(),
-                        description: format!("do {id}"),
-                        dependencies: deps.iter().map(|d| d.to_string()).collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            },
-            action_plan: ActionPlan {
-                execution_order: order.iter().map(|s| s.to_string()).collect(),
-                actions: vec![],
-            },
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn order_follows_dependencies_then_execution_order_then_id() {

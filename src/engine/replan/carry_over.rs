@@ -91,7 +91,6 @@ pub fn carry_over_from_state(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::state::TaskStatus;
     use crate::plan::Subtask;
 
     fn plan(ids: &[&str]) -> Plan {
@@ -108,20 +107,11 @@ mod tests {
     }
 
     fn state(old: &Plan, states: &[(&str, TaskState)]) -> SessionState {
-        let mut s = SessionState {
+        SessionState {
             plan: Some(std::sync::Arc::new(old.clone())),
             ..Default::default()
-        };
-        for (id, st) in states {
-            s.tasks.insert(
-                id.to_string(),
-                TaskStatus {
-                    state: *st,
-                    ..Default::default()
-                },
-            );
         }
-        s
+        .with_task_states(states)
     }
 
     #[test]
