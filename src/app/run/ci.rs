@@ -146,19 +146,25 @@ pub(super) async fn ci_run(
         },
         Reaction::Eyes,
     );
-    if let Err(e) = react.await {
-        tracing::warn!("could not add the 👀 reaction: {e}");
-    }
-    let result = cycle_on_thread(
-        &ctx,
-        forge.clone(),
-        backend.clone(),
-        reporters(thread),
-        thread,
-        &trigger,
-        Some(history),
-    )
-    .await;
+    let react = async {
+        if let Err(e) = react.await {
+            tracing::warn!("could not add the 👀 reaction: {e}");
+        }
+    };
+    // The acknowledgement goes out first and the cycle does not wait for the forge's answer: it
+    // has nothing to learn from it.
+    let ((), result) = tokio::join!(
+        react,
+        cycle_on_thread(
+            &ctx,
+            forge.clone(),
+            backend.clone(),
+            reporters(thread),
+            thread,
+            &trigger,
+            Some(history),
+        )
+    );
     finish(&ctx, result)
 }
 

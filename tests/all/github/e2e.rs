@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use replan::history::entry::EntryBody;
@@ -448,6 +449,40 @@ fn github_e2e_server_errors_and_rate_limits_are_retried_during_a_run() {
     assert_eq!(world.fake.pending_faults(), 0, "every fault was met");
     assert_eq!(world.outputs()["status"], "completed");
     assert!(world.types(number).contains(&"run_finished".to_owned()));
+}
+
+#[test]
+fn github_e2e_the_cycle_does_not_wait_for_the_reaction() {
+    let world = World::new("");
+    let number = world.alices_issue("Add a hello file", "Please.");
+    let slow = Duration::from_secs(6);
+    world.fake.push_fault(Fault::slow(
+        "POST",
+        &format!("/repos/octo/widgets/issues/{number}/reactions"),
+        slow,
+    ));
+    let payload = world.issue_opened(number, "alice");
+    let started = Instant::now();
+    let mut child = world
+        .command(&world.env("issues", &payload))
+        .arg("run")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while world.llm.requests().is_empty() && started.elapsed() < slow * 2 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let planning_asked_after = started.elapsed();
+    let status = child.wait().unwrap();
+
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        planning_asked_after < slow / 2,
+        "the model was asked for the plan {planning_asked_after:?} after the start, while the reaction took {slow:?}"
+    );
+    assert!(world.fake.reactions().iter().any(|r| r.content == "eyes"));
+    assert_eq!(world.outputs()["status"], "completed");
 }
 
 #[test]
