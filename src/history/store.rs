@@ -3,8 +3,8 @@
 
 use super::backend::{HistoryBackend, HistoryError};
 use super::effects::{self, Intent};
-use super::jsonl::{self, CorruptLine};
-use super::state::{SessionState, apply_owned};
+use super::jsonl::CorruptLine;
+use super::state::SessionState;
 use crate::trigger::ThreadRef;
 use std::collections::BTreeMap;
 
@@ -25,13 +25,11 @@ pub async fn load(
     thread: &ThreadRef,
 ) -> Result<LoadedThread, HistoryError> {
     let loaded = backend.load(thread).await?;
-    let mut state = SessionState::default();
     let mut intents = BTreeMap::new();
-    let scan = jsonl::for_each_entry(&loaded.text, |e| {
-        if let Some(intent) = effects::intent_of(&e) {
+    let (state, scan) = super::fold::replay_text_seeing(&loaded.text, |e| {
+        if let Some(intent) = effects::intent_of(e) {
             intents.insert(intent.key.clone(), intent);
         }
-        apply_owned(&mut state, e);
     });
     Ok(LoadedThread {
         entries: scan.entries,
