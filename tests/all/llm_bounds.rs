@@ -293,6 +293,17 @@ async fn hang_ups_after_a_moment(server: &LlmServer) -> usize {
     server.hang_ups()
 }
 
+/// Asks for a planning decision from a server that rambles: the ramble goes on for 30 s unless
+/// the client hangs up, so an answer within 10 s means it stopped reading.
+async fn ask_past_a_ramble(llm: &Budgeted) -> StructuredReply<Decision> {
+    let started = std::time::Instant::now();
+    let reply = ask_json::<Decision>(llm, request("planning"), &StructuredOptions::default())
+        .await
+        .unwrap();
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    reply
+}
+
 /// A weak model closes its JSON and then rambles on up to the output limit: a streamed,
 /// prefilled reply is read only until its object closes, the connection is dropped (the server
 /// stops generating), and the reply counts as one complete call, its tokens estimated.
@@ -302,12 +313,7 @@ async fn a_streamed_reply_is_read_until_its_json_closes_and_the_rest_is_dropped(
     let mut cfg = config(Wire::Anthropic, &server);
     cfg.structured_output = StructuredOutput::Prompt;
     let llm = budgeted(&cfg);
-    let started = std::time::Instant::now();
-    let reply = ask_json::<Decision>(&llm, request("planning"), &StructuredOptions::default())
-        .await
-        .unwrap();
-    // The ramble goes on for 30 s unless the client hangs up.
-    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    let reply = ask_past_a_ramble(&llm).await;
     assert_eq!(reply.value.unwrap().confidence, 0.9);
     assert_eq!((reply.calls, reply.reasked), (1, false));
     assert_eq!(hang_ups_after_a_moment(&server).await, 1);
@@ -337,11 +343,7 @@ async fn auto_drops_a_forced_call_answered_in_text_and_asks_with_a_prefill() {
         "steps:\n  - fault: {{ kind: ramble }}\n  - reply: '{DECISION}'\n"
     ));
     let llm = budgeted(&config(Wire::Anthropic, &server));
-    let started = std::time::Instant::now();
-    let reply = ask_json::<Decision>(&llm, request("planning"), &StructuredOptions::default())
-        .await
-        .unwrap();
-    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    let reply = ask_past_a_ramble(&llm).await;
     assert_eq!(reply.value.unwrap().confidence, 0.85);
     assert_eq!(hang_ups_after_a_moment(&server).await, 1);
     let sent = server.requests();
