@@ -82,7 +82,7 @@ impl WorkBranchReporter {
         tasks_done: usize,
         interval: std::time::Duration,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| WorkBranchReporter {
+        let reporter = Arc::new_cyclic(|me| WorkBranchReporter {
             inner,
             workspace,
             thread,
@@ -94,7 +94,28 @@ impl WorkBranchReporter {
             last_save: std::sync::Mutex::new(std::time::Instant::now()),
             interval,
             saved_at: std::sync::Mutex::new(None),
-        })
+        });
+        reporter.open_ahead();
+        reporter
+    }
+
+    /// Find the branch and fill the snapshots' index now, beside the planning, instead of in
+    /// the first save, which the history commit of the first finished tasks waits for. A
+    /// failure here is left to that save, which opens again and reports it.
+    fn open_ahead(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Ok(mut saved) = self.saved.clone().try_lock_owned() else {
+            return;
+        };
+        let (repo, name) = (self.workspace.clone(), work_branch(&self.thread));
+        runtime.spawn(async move {
+            let opened = tokio::task::spawn_blocking(move || Snapshots::open(&repo, &name)).await;
+            if let Ok(Ok(snapshots)) = opened {
+                saved.1 = Some(snapshots);
+            }
+        });
     }
 
     /// A save between tasks, skipped while the last one is younger than the interval.
@@ -170,29 +191,75 @@ impl WorkBranchReporter {
                 Some(known) => known,
                 None => Snapshots::open(&repo, &name)?,
             };
-            let commit = snapshots.save(&repo, &name, &message, &author)?;
+            let commit = snapshots.commit(&repo, &message, &author)?;
             Ok::<_, crate::tools::ToolError>((snapshots, commit))
         })
         .await;
-        match committed {
-            Ok(Ok((snapshots, commit))) => {
+        let pushed = match committed {
+            Ok(Ok((snapshots, None))) => {
                 saved.1 = Some(snapshots);
-                let pushed = match commit {
-                    Some(_) => self.publisher.publish(&self.workspace, &branch).await,
-                    None => Ok(()),
-                };
-                match pushed {
-                    Ok(()) => {
-                        *self.saved_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started)
-                    }
-                    Err(e) => {
-                        tracing::warn!("could not push the work branch `{branch}`: {}", e.message)
-                    }
-                }
+                Ok(())
             }
-            Ok(Err(e)) => tracing::warn!("could not save the work to `{branch}`: {}", e.message),
-            Err(e) => tracing::warn!("saving the work branch stopped: {e}"),
+            Ok(Ok((snapshots, Some(commit)))) => {
+                let (snapshots, pushed) = self.advance_and_push(snapshots, &commit).await;
+                saved.1 = snapshots;
+                pushed
+            }
+            Ok(Err(e)) => Err(format!(
+                "could not save the work to `{branch}`: {}",
+                e.message
+            )),
+            Err(e) => Err(format!("saving the work branch stopped: {e}")),
+        };
+        match pushed {
+            Ok(()) => *self.saved_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started),
+            Err(message) => tracing::warn!("{message}"),
         }
+    }
+
+    /// Move the local work branch to `commit` and push it: both at once when the publisher pushes
+    /// the commit itself (a `git` process less on the way to the history commit that waits for
+    /// this push). The snapshots are dropped when the branch could not be moved, so the next save
+    /// starts again from wherever the branch is.
+    async fn advance_and_push(
+        &self,
+        mut snapshots: Snapshots,
+        commit: &str,
+    ) -> (Option<Snapshots>, Result<(), String>) {
+        let branch = work_branch(&self.thread);
+        let (repo, name, id) = (self.workspace.clone(), branch.clone(), commit.to_owned());
+        let advance = tokio::task::spawn_blocking(move || {
+            let moved = snapshots.advance(&repo, &name, &id);
+            (snapshots, moved)
+        });
+        let push = self
+            .publisher
+            .publish_commit(&self.workspace, commit, &branch);
+        let (advanced, pushed) = if self.publisher.pushes_commits() {
+            tokio::join!(advance, push)
+        } else {
+            let advanced = advance.await;
+            match &advanced {
+                Ok((_, Ok(()))) => (advanced, push.await),
+                _ => (advanced, Ok(())),
+            }
+        };
+        let snapshots = match advanced {
+            Ok((snapshots, Ok(()))) => Some(snapshots),
+            Ok((_, Err(e))) => {
+                return (
+                    None,
+                    Err(format!(
+                        "could not save the work to `{branch}`: {}",
+                        e.message
+                    )),
+                );
+            }
+            Err(e) => return (None, Err(format!("saving the work branch stopped: {e}"))),
+        };
+        let pushed =
+            pushed.map_err(|e| format!("could not push the work branch `{branch}`: {}", e.message));
+        (snapshots, pushed)
     }
 }
 

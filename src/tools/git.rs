@@ -46,21 +46,49 @@ pub trait Publisher: Send + Sync {
     async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
         self.publish(repo, branch).await
     }
+
+    /// Whether [`Publisher::publish_commit`] sends the commit it is given without reading the
+    /// local branch, so the caller may move the branch at the same time.
+    fn pushes_commits(&self) -> bool {
+        false
+    }
+
+    /// Make `commit` the forge's `branch` (a fast-forward). Publishers that do not push commits
+    /// publish the local branch, which must already point at `commit`.
+    async fn publish_commit(
+        &self,
+        repo: &Path,
+        _commit: &str,
+        branch: &str,
+    ) -> Result<(), ToolError> {
+        self.publish(repo, branch).await
+    }
 }
 
-/// `refs/heads/<branch>:refs/heads/<branch>`, forced with `+` when the remote may be rewritten.
-fn push_refspec(branch: &str, force: bool) -> String {
+/// `<source>:refs/heads/<branch>` (the source a local branch or a commit id), forced with `+`
+/// when the remote may be rewritten.
+fn push_refspec(source: &str, branch: &str, force: bool) -> String {
     let plus = if force { "+" } else { "" };
-    format!("{plus}refs/heads/{branch}:refs/heads/{branch}")
+    format!("{plus}{source}:refs/heads/{branch}")
+}
+
+fn local_branch(branch: &str) -> String {
+    format!("refs/heads/{branch}")
 }
 
 /// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
 pub struct GitPushPublisher;
 
 impl GitPushPublisher {
-    async fn push(&self, repo: &Path, branch: &str, force: bool) -> Result<(), ToolError> {
+    async fn push(
+        &self,
+        repo: &Path,
+        source: &str,
+        branch: &str,
+        force: bool,
+    ) -> Result<(), ToolError> {
         let repo = repo.to_path_buf();
-        let refspec = push_refspec(branch, force);
+        let refspec = push_refspec(source, branch, force);
         tokio::task::spawn_blocking(move || {
             match git(&repo, &["push", "--quiet", "origin", &refspec], &[]) {
                 Ok(_) => Ok(()),
@@ -78,11 +106,24 @@ impl GitPushPublisher {
 #[async_trait]
 impl Publisher for GitPushPublisher {
     async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, branch, false).await
+        self.push(repo, &local_branch(branch), branch, false).await
     }
 
     async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, branch, true).await
+        self.push(repo, &local_branch(branch), branch, true).await
+    }
+
+    fn pushes_commits(&self) -> bool {
+        true
+    }
+
+    async fn publish_commit(
+        &self,
+        repo: &Path,
+        commit: &str,
+        branch: &str,
+    ) -> Result<(), ToolError> {
+        self.push(repo, commit, branch, false).await
     }
 }
 
@@ -115,9 +156,15 @@ impl TokenPushPublisher {
 }
 
 impl TokenPushPublisher {
-    async fn push(&self, repo: &Path, branch: &str, force: bool) -> Result<(), ToolError> {
+    async fn push(
+        &self,
+        repo: &Path,
+        source: &str,
+        branch: &str,
+        force: bool,
+    ) -> Result<(), ToolError> {
         let (repo, url, header) = (repo.to_path_buf(), self.url.clone(), self.header.clone());
-        let refspec = push_refspec(branch, force);
+        let refspec = push_refspec(source, branch, force);
         tokio::task::spawn_blocking(move || {
             let env = [
                 ("GIT_CONFIG_COUNT", "1"),
@@ -134,11 +181,24 @@ impl TokenPushPublisher {
 #[async_trait]
 impl Publisher for TokenPushPublisher {
     async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, branch, false).await
+        self.push(repo, &local_branch(branch), branch, false).await
     }
 
     async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, branch, true).await
+        self.push(repo, &local_branch(branch), branch, true).await
+    }
+
+    fn pushes_commits(&self) -> bool {
+        true
+    }
+
+    async fn publish_commit(
+        &self,
+        repo: &Path,
+        commit: &str,
+        branch: &str,
+    ) -> Result<(), ToolError> {
+        self.push(repo, commit, branch, false).await
     }
 }
 
@@ -149,6 +209,10 @@ pub struct NoPublish;
 impl Publisher for NoPublish {
     async fn publish(&self, _repo: &Path, _branch: &str) -> Result<(), ToolError> {
         Ok(())
+    }
+
+    fn pushes_commits(&self) -> bool {
+        true
     }
 }
 
@@ -313,7 +377,9 @@ pub fn commit_working_tree(
     commit_tree(repo, branch, &tree, &head, NO_COMMIT, message, author)
 }
 
-const NO_COMMIT: &str = "0000000000000000000000000000000000000000";
+/// `update-ref`'s old value for "the ref must not exist yet", in SHA-1 and SHA-256 repositories
+/// alike (forty zeros is not a valid SHA-256 id).
+const NO_COMMIT: &str = "";
 
 /// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
 /// temporary index so the real one is untouched; `protected` paths keep HEAD's version.
@@ -390,15 +456,19 @@ pub fn commit_object(
 
 /// Snapshots of the working tree on a branch (on top of its tip, else of HEAD) without touching
 /// the checkout. The first save finds the branch and fills a temporary index; later saves only
-/// update that index and commit: four `git` processes each, not eight (issue 15's overhead).
+/// update that index and commit: `git add`, `git write-tree` and `git update-ref` each, with the
+/// commit object written in-process where git would write the same (issue 15's overhead).
 pub struct Snapshots {
     /// The temporary index, kept between saves so `git add -A` only re-reads changed files.
     index: PathBuf,
-    /// The branch's tip (the next commit's parent) and what `update-ref` expects it to be.
+    /// The next commit's parent: the branch's tip, or the last commit made here.
     parent: String,
+    /// What `update-ref` expects the branch to be.
     old: String,
     /// The tree of `parent`: a save whose tree is the same commits nothing.
     tree: String,
+    /// Where commit objects are written without `git commit-tree` (see `git_objects`).
+    objects: Option<PathBuf>,
 }
 
 impl Snapshots {
@@ -427,11 +497,16 @@ impl Snapshots {
                 ));
             }
         };
-        let git_dir = match git_dir_of(repo) {
-            Some(dir) => dir.to_string_lossy().into_owned(),
-            None => git(repo, &["rev-parse", "--absolute-git-dir"], &[])?,
+        let (git_dir, objects) = match git_dir_of(repo) {
+            Some(dir) => {
+                let objects = super::git_objects::objects_dir(&dir, |v| std::env::var(v).ok());
+                (dir, objects)
+            }
+            None => (
+                PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?),
+                None,
+            ),
         };
-        let git_dir = PathBuf::from(git_dir);
         let index = git_dir.join(format!("replan-work-index-{}", std::process::id()));
         // `git add -A` makes the index match the working tree whatever it starts from; a copy of
         // the checkout's own index starts it with the files' stat data, so unchanged files are
@@ -449,6 +524,7 @@ impl Snapshots {
             old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
             parent,
             tree,
+            objects,
         })
     }
 
@@ -461,6 +537,21 @@ impl Snapshots {
         message: &str,
         author: &CommitAuthor,
     ) -> Result<Option<String>, ToolError> {
+        let Some(commit) = self.commit(repo, message, author)? else {
+            return Ok(None);
+        };
+        self.advance(repo, branch, &commit)?;
+        Ok(Some(commit))
+    }
+
+    /// A commit of the working tree on top of the last one, not on any branch yet (see
+    /// [`Snapshots::advance`]); `Ok(None)` when the tree is the last commit's.
+    pub fn commit(
+        &mut self,
+        repo: &Path,
+        message: &str,
+        author: &CommitAuthor,
+    ) -> Result<Option<String>, ToolError> {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
         git(repo, &["add", "-A", "--", "."], &with_index)?;
@@ -468,19 +559,40 @@ impl Snapshots {
         if tree == self.tree {
             return Ok(None);
         }
-        let commit = commit_tree(
-            repo,
-            branch,
-            &tree,
-            &self.parent,
-            &self.old,
-            message,
-            author,
-        )?;
+        let written = self.objects.as_ref().and_then(|objects| {
+            let body = super::git_objects::commit_body(
+                &tree,
+                &self.parent,
+                &crate::outbound::redact(message),
+                (&author.name, &author.email),
+                super::git_objects::now(),
+            )?;
+            super::git_objects::write_loose(objects, "commit", body.as_bytes()).ok()
+        });
+        let commit = match written {
+            Some(commit) => commit,
+            None => commit_object(repo, &tree, &self.parent, message, author)?,
+        };
         self.parent = commit.clone();
-        self.old = commit.clone();
         self.tree = tree;
         Ok(Some(commit))
+    }
+
+    /// Move the branch to `commit` (from [`Snapshots::commit`]): compare-and-swap from where the
+    /// last move left it, so a branch someone else moved meanwhile is an error, not overwritten.
+    pub fn advance(&mut self, repo: &Path, branch: &str, commit: &str) -> Result<(), ToolError> {
+        git(
+            repo,
+            &[
+                "update-ref",
+                &format!("refs/heads/{branch}"),
+                commit,
+                &self.old,
+            ],
+            &[],
+        )?;
+        self.old = commit.to_owned();
+        Ok(())
     }
 }
 
@@ -581,6 +693,74 @@ mod token_push_tests {
         let third = save(&mut again).unwrap();
         let parent = git(work, &["rev-parse", &format!("{third}^")], &[]).unwrap();
         assert_eq!(parent, second);
+    }
+
+    #[test]
+    fn the_commit_written_without_git_is_the_one_git_commit_tree_writes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path();
+        run(work, &["init", "-q", "-b", "main"]);
+        std::fs::write(work.join("a.txt"), "a").unwrap();
+        run(work, &["add", "-A"]);
+        run(work, &["commit", "-q", "-m", "a"]);
+        let author = CommitAuthor {
+            name: "Replan Bot".into(),
+            email: "replan@example.com".into(),
+        };
+        let mut snapshots = Snapshots::open(work, "replan/work/issue-3").unwrap();
+        assert!(snapshots.objects.is_some(), "a plain checkout: in-process");
+        std::fs::write(work.join("b.txt"), "b").unwrap();
+        let message = "Replan: work on issue #3 after 1 finished task(s)";
+        let ours = snapshots
+            .save(work, "replan/work/issue-3", message, &author)
+            .unwrap()
+            .unwrap();
+        let text = git(work, &["cat-file", "-p", &ours], &[]).unwrap();
+        let stamp = text
+            .lines()
+            .find_map(|l| l.strip_prefix("committer Replan Bot <replan@example.com> "))
+            .unwrap()
+            .to_owned();
+        let tree = git(work, &["rev-parse", &format!("{ours}^{{tree}}")], &[]).unwrap();
+        let head = git(work, &["rev-parse", "HEAD"], &[]).unwrap();
+        let mut env = author.identity().to_vec();
+        env.extend([("GIT_AUTHOR_DATE", stamp.as_str())]);
+        env.extend([("GIT_COMMITTER_DATE", stamp.as_str())]);
+        let theirs = git(
+            work,
+            &["commit-tree", &tree, "-p", &head, "-m", message],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(ours, theirs, "{text}");
+        git(work, &["fsck", "--strict", "--no-dangling"], &[]).unwrap();
+        assert_eq!(
+            git(work, &["rev-parse", "refs/heads/replan/work/issue-3"], &[]).unwrap(),
+            ours
+        );
+    }
+
+    #[test]
+    fn a_sha256_repository_gets_its_commits_from_git() {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path();
+        run(
+            work,
+            &["init", "-q", "-b", "main", "--object-format=sha256"],
+        );
+        std::fs::write(work.join("a.txt"), "a").unwrap();
+        run(work, &["add", "-A"]);
+        run(work, &["commit", "-q", "-m", "a"]);
+        let mut snapshots = Snapshots::open(work, "replan/work/issue-4").unwrap();
+        std::fs::write(work.join("b.txt"), "b").unwrap();
+        let commit = snapshots
+            .save(work, "replan/work/issue-4", "m", &CommitAuthor::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(commit.len(), 64);
+        git(work, &["fsck", "--strict", "--no-dangling"], &[]).unwrap();
+        let files = git(work, &["ls-tree", "--name-only", &commit], &[]).unwrap();
+        assert_eq!(files, "a.txt\nb.txt");
     }
 
     #[tokio::test]

@@ -23,6 +23,7 @@ pub(crate) mod env;
 mod error;
 pub(crate) mod forge_tools;
 pub mod git;
+mod git_objects;
 pub(crate) mod list_files;
 pub(crate) mod mcp;
 pub mod output;

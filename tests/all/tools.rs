@@ -1169,6 +1169,57 @@ async fn pushing_from_a_checkout_without_origin_is_skipped_and_a_broken_origin_i
     assert!(error.message.contains("git push"), "{error}");
 }
 
+/// The work-branch save pushes its new commit by id while the local branch is moved beside it:
+/// origin gets the commit even though the local branch is not there yet, and a branch someone
+/// else moved meanwhile is not overwritten.
+#[tokio::test]
+async fn a_snapshot_commit_is_pushed_by_id_and_the_branch_moves_only_from_where_it_was() {
+    let origin = TestRepo::bare();
+    let repo = TestRepo::clone_from(&origin);
+    let _ = repo.try_git(&["checkout", "-q", "-b", "main"]);
+    repo.write("a.txt", "a\n");
+    repo.commit_all("a");
+    repo.run_git(&["push", "-q", "origin", "main"]);
+    let branch = "replan/work/issue-12";
+    let mut snapshots = Snapshots::open(repo.path(), branch).unwrap();
+    repo.write("b.txt", "b\n");
+    let commit = snapshots
+        .commit(repo.path(), "one", &CommitAuthor::default())
+        .unwrap()
+        .expect("a new file is a change");
+    assert_eq!(repo.rev_parse(&format!("refs/heads/{branch}")), None);
+    assert!(GitPushPublisher.pushes_commits());
+    GitPushPublisher
+        .publish_commit(repo.path(), &commit, branch)
+        .await
+        .unwrap();
+    assert_eq!(
+        origin.rev_parse(&format!("refs/heads/{branch}")).as_deref(),
+        Some(commit.as_str())
+    );
+    snapshots.advance(repo.path(), branch, &commit).unwrap();
+    assert_eq!(
+        repo.rev_parse(&format!("refs/heads/{branch}")).as_deref(),
+        Some(commit.as_str())
+    );
+
+    // Someone else moves the branch: the next move is refused, not forced.
+    repo.run_git(&["update-ref", &format!("refs/heads/{branch}"), "main"]);
+    repo.write("c.txt", "c\n");
+    let next = snapshots
+        .commit(repo.path(), "two", &CommitAuthor::default())
+        .unwrap()
+        .unwrap();
+    let error = snapshots
+        .advance(repo.path(), branch, &next)
+        .expect_err("the branch moved");
+    assert!(error.message.contains("update-ref"), "{error}");
+    assert_eq!(
+        repo.rev_parse(&format!("refs/heads/{branch}")),
+        repo.rev_parse("main")
+    );
+}
+
 #[test]
 fn snapshots_build_on_the_branch_when_it_exists_and_on_head_otherwise() {
     let repo = TestRepo::new();
