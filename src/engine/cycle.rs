@@ -59,15 +59,15 @@ pub async fn run_cycle(
                     },
                 )
                 .await;
-            if !matches!(e, CycleError::History(_)) {
+            if matches!(e, CycleError::History(_)) {
+                deps.reporter.finish(&state).await;
+            } else {
                 let _ = finish(deps, &mut state, RunStatus::Failed, usage_at_start).await;
             }
-            deps.reporter.finish(&state).await;
             return Err(e);
         }
     };
     finish(deps, &mut state, status, usage_at_start).await?;
-    deps.reporter.finish(&state).await;
     Ok(CycleOutcome {
         status,
         plan_version: state.plan_version,
@@ -165,6 +165,9 @@ fn unrecorded_usage(deps: &CycleDeps, recorded: &UsageTotals) -> Option<UsageTot
     (missing.calls > 0).then_some(missing)
 }
 
+/// Record the end of the run and show the final checklist at the same time: they go to different
+/// places on the forge, and the checklist renders the state the entry leaves, so neither waits
+/// for the other (a history commit is three forge requests).
 async fn finish(
     deps: &CycleDeps,
     state: &mut SessionState,
@@ -188,7 +191,11 @@ async fn finish(
             .and_then(|mode| serde_json::to_value(mode).ok())
             .and_then(|mode| mode.as_str().map(str::to_string)),
     });
-    deps.store.append(&b.entries).await?;
+    let (appended, ()) = tokio::join!(
+        deps.store.append(&b.entries),
+        deps.reporter.finish(&b.state)
+    );
+    appended?;
     *state = b.state;
     Ok(())
 }

@@ -354,3 +354,91 @@ async fn a_low_scoring_alternative_waits_for_approval() {
     assert_eq!(state.task_state("task_2"), TaskState::ReplacedByReplan);
     assert_eq!(state.task_state("task_2_alt1"), TaskState::Done);
 }
+
+/// A history that holds the run's last entry until the final checklist was sent (or 5 s).
+struct HoldsRunFinished {
+    inner: MemorySink,
+    checklist_sent: Arc<tokio::sync::Notify>,
+    held_until_sent: std::sync::Mutex<Option<bool>>,
+}
+
+#[async_trait]
+impl replan::engine::journal::EntrySink for HoldsRunFinished {
+    async fn append(
+        &self,
+        entries: &[replan::history::Entry],
+    ) -> Result<(), replan::history::HistoryError> {
+        if entries
+            .iter()
+            .any(|e| matches!(e.body, EntryBody::RunFinished { .. }))
+        {
+            let sent = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                self.checklist_sent.notified(),
+            )
+            .await
+            .is_ok();
+            *self.held_until_sent.lock().unwrap() = Some(sent);
+        }
+        self.inner.append(entries).await
+    }
+}
+
+/// Sends the final checklist: says so, and keeps the state it was given.
+struct SignalsFinish {
+    checklist_sent: Arc<tokio::sync::Notify>,
+    finished_with: std::sync::Mutex<Option<(usize, usize)>>,
+}
+
+#[async_trait]
+impl replan::report::Reporter for SignalsFinish {
+    async fn progress(&self, _state: &replan::history::SessionState) -> Option<String> {
+        None
+    }
+
+    async fn notice(&self, _state: &replan::history::SessionState, _n: &Notice) -> Option<String> {
+        None
+    }
+
+    async fn finish(&self, state: &replan::history::SessionState) {
+        *self.finished_with.lock().unwrap() = Some((state.tasks_done(), state.tasks_total()));
+        self.checklist_sent.notify_one();
+    }
+}
+
+/// The run's last history commit and the final checklist go to different places on the forge:
+/// neither waits for the other (each is a forge round trip at the end of every run).
+#[tokio::test]
+async fn the_last_history_entry_and_the_final_checklist_go_out_together() {
+    let thread = Thread::new();
+    let llm = FirstMatch::new("");
+    let input = start();
+    let sent = Arc::new(tokio::sync::Notify::new());
+    let store = Arc::new(HoldsRunFinished {
+        inner: MemorySink::new(vec![]),
+        checklist_sent: sent.clone(),
+        held_until_sent: std::sync::Mutex::new(None),
+    });
+    let reporter = Arc::new(SignalsFinish {
+        checklist_sent: sent,
+        finished_with: std::sync::Mutex::new(None),
+    });
+    let mut deps = thread.deps(llm, Arc::new(MemorySink::new(vec![])), "run-1", &input);
+    deps.store = store.clone();
+    deps.reporter = reporter.clone();
+
+    let outcome = run_cycle(&deps, thread.state(), &input).await.unwrap();
+
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(
+        *store.held_until_sent.lock().unwrap(),
+        Some(true),
+        "the run_finished entry waited for the final checklist, which waited for it"
+    );
+    assert_eq!(*reporter.finished_with.lock().unwrap(), Some((2, 2)));
+    let entries = store.inner.entries();
+    assert!(matches!(
+        entries.last().map(|e| &e.body),
+        Some(EntryBody::RunFinished { .. })
+    ));
+}
