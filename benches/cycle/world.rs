@@ -42,6 +42,9 @@ impl World {
         let fake = FakeGitHub::start();
         fake.add_collaborator("alice", "write");
         let origin = TestRepo::bare();
+        // A forge does not run `git maintenance` inside the push it answers; a bare repository's
+        // receive-pack would, and the run would wait for it.
+        origin.run_git(&["config", "receive.autogc", "false"]);
         let checkout = TestRepo::clone_from(&origin);
         let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
         checkout.write("README.md", "# widgets\n");
