@@ -76,41 +76,34 @@ fn local_branch(branch: &str) -> String {
     format!("refs/heads/{branch}")
 }
 
-/// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
-pub struct GitPushPublisher;
+/// How a publisher runs `git push` with one refspec (blocking: called on a worker thread).
+trait GitPush: Clone + Send + Sync + 'static {
+    fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError>;
+}
 
-impl GitPushPublisher {
-    async fn push(
-        &self,
-        repo: &Path,
-        source: &str,
-        branch: &str,
-        force: bool,
-    ) -> Result<(), ToolError> {
-        let repo = repo.to_path_buf();
-        let refspec = push_refspec(source, branch, force);
-        tokio::task::spawn_blocking(move || {
-            match git(&repo, &["push", "--quiet", "origin", &refspec], &[]) {
-                Ok(_) => Ok(()),
-                // Asked only when the push failed: a checkout without `origin` has nowhere to
-                // push to, and that is not an error (one `git` process less per save).
-                Err(_) if git(&repo, &["remote", "get-url", "origin"], &[]).is_err() => Ok(()),
-                Err(e) => Err(e),
-            }
-        })
+/// Push `source` (a local branch or a commit id) to `branch` on a worker thread.
+async fn push<P: GitPush>(
+    pusher: &P,
+    repo: &Path,
+    source: &str,
+    branch: &str,
+    force: bool,
+) -> Result<(), ToolError> {
+    let (pusher, repo) = (pusher.clone(), repo.to_path_buf());
+    let refspec = push_refspec(source, branch, force);
+    tokio::task::spawn_blocking(move || pusher.push_refspec(&repo, &refspec))
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
-    }
 }
 
 #[async_trait]
-impl Publisher for GitPushPublisher {
+impl<P: GitPush> Publisher for P {
     async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, &local_branch(branch), branch, false).await
+        push(self, repo, &local_branch(branch), branch, false).await
     }
 
     async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, &local_branch(branch), branch, true).await
+        push(self, repo, &local_branch(branch), branch, true).await
     }
 
     fn pushes_commits(&self) -> bool {
@@ -123,13 +116,30 @@ impl Publisher for GitPushPublisher {
         commit: &str,
         branch: &str,
     ) -> Result<(), ToolError> {
-        self.push(repo, commit, branch, false).await
+        push(self, repo, commit, branch, false).await
+    }
+}
+
+/// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
+#[derive(Clone)]
+pub struct GitPushPublisher;
+
+impl GitPush for GitPushPublisher {
+    fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
+        match git(repo, &["push", "--quiet", "origin", refspec], &[]) {
+            Ok(_) => Ok(()),
+            // Asked only when the push failed: a checkout without `origin` has nowhere to
+            // push to, and that is not an error (one `git` process less per save).
+            Err(_) if git(repo, &["remote", "get-url", "origin"], &[]).is_err() => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 
 /// `git push <url> <branch>` with a token sent as an HTTP header, for forges whose CI checkout
 /// cannot push (GitLab's `CI_JOB_TOKEN`). The token never appears in the command line, the URL or
 /// an error message: the header reaches git through `GIT_CONFIG_*` variables, which it never echoes.
+#[derive(Clone)]
 pub struct TokenPushPublisher {
     url: String,
     header: String,
@@ -155,50 +165,14 @@ impl TokenPushPublisher {
     }
 }
 
-impl TokenPushPublisher {
-    async fn push(
-        &self,
-        repo: &Path,
-        source: &str,
-        branch: &str,
-        force: bool,
-    ) -> Result<(), ToolError> {
-        let (repo, url, header) = (repo.to_path_buf(), self.url.clone(), self.header.clone());
-        let refspec = push_refspec(source, branch, force);
-        tokio::task::spawn_blocking(move || {
-            let env = [
-                ("GIT_CONFIG_COUNT", "1"),
-                ("GIT_CONFIG_KEY_0", "http.extraHeader"),
-                ("GIT_CONFIG_VALUE_0", header.as_str()),
-            ];
-            git(&repo, &["push", "--quiet", &url, &refspec], &env).map(|_| ())
-        })
-        .await
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
-    }
-}
-
-#[async_trait]
-impl Publisher for TokenPushPublisher {
-    async fn publish(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, &local_branch(branch), branch, false).await
-    }
-
-    async fn replace(&self, repo: &Path, branch: &str) -> Result<(), ToolError> {
-        self.push(repo, &local_branch(branch), branch, true).await
-    }
-
-    fn pushes_commits(&self) -> bool {
-        true
-    }
-
-    async fn publish_commit(
-        &self,
-        repo: &Path,
-        commit: &str,
-        branch: &str,
-    ) -> Result<(), ToolError> {
-        self.push(repo, commit, branch, false).await
+impl GitPush for TokenPushPublisher {
+    fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
+        let env = [
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+            ("GIT_CONFIG_VALUE_0", self.header.as_str()),
+        ];
+        git(repo, &["push", "--quiet", &self.url, refspec], &env).map(|_| ())
     }
 }
 
@@ -650,14 +624,22 @@ mod token_push_tests {
         assert!(ok, "git {args:?}");
     }
 
+    /// A new repository (`git init` with `init_args`) whose `main` has `a.txt` committed.
+    fn one_commit(init_args: &[&str]) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut init = vec!["init", "-q", "-b", "main"];
+        init.extend_from_slice(init_args);
+        run(tmp.path(), &init);
+        std::fs::write(tmp.path().join("a.txt"), "a").unwrap();
+        run(tmp.path(), &["add", "-A"]);
+        run(tmp.path(), &["commit", "-q", "-m", "a"]);
+        tmp
+    }
+
     #[test]
     fn snapshots_commit_each_new_tree_once_on_top_of_the_last() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = one_commit(&[]);
         let work = tmp.path();
-        run(work, &["init", "-q", "-b", "main"]);
-        std::fs::write(work.join("a.txt"), "a").unwrap();
-        run(work, &["add", "-A"]);
-        run(work, &["commit", "-q", "-m", "a"]);
         let author = CommitAuthor {
             name: "Replan".into(),
             email: "replan@example.com".into(),
@@ -697,12 +679,8 @@ mod token_push_tests {
 
     #[test]
     fn the_commit_written_without_git_is_the_one_git_commit_tree_writes() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = one_commit(&[]);
         let work = tmp.path();
-        run(work, &["init", "-q", "-b", "main"]);
-        std::fs::write(work.join("a.txt"), "a").unwrap();
-        run(work, &["add", "-A"]);
-        run(work, &["commit", "-q", "-m", "a"]);
         let author = CommitAuthor {
             name: "Replan Bot".into(),
             email: "replan@example.com".into(),
@@ -742,15 +720,8 @@ mod token_push_tests {
 
     #[test]
     fn a_sha256_repository_gets_its_commits_from_git() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = one_commit(&["--object-format=sha256"]);
         let work = tmp.path();
-        run(
-            work,
-            &["init", "-q", "-b", "main", "--object-format=sha256"],
-        );
-        std::fs::write(work.join("a.txt"), "a").unwrap();
-        run(work, &["add", "-A"]);
-        run(work, &["commit", "-q", "-m", "a"]);
         let mut snapshots = Snapshots::open(work, "replan/work/issue-4").unwrap();
         std::fs::write(work.join("b.txt"), "b").unwrap();
         let commit = snapshots
