@@ -1,6 +1,7 @@
 //! The run's writer to the history backend: entries are batched (`history.commit_every`) and
-//! always flushed at the points that matter — the end of a planning or execution phase, before
-//! the run waits for a person, at the end of the run and on SIGTERM. Entries that could not be
+//! always flushed at the points that matter — the end of a planning phase, before a forge write
+//! (its effect entry commits with them), before the run waits for a person, at the end of the
+//! run and on SIGTERM. Entries that could not be
 //! committed by the end of the run are printed to the job log and the step summary as JSONL, so
 //! nothing is lost silently.
 
@@ -50,6 +51,11 @@ pub trait BeforeCommit: Send + Sync {
     /// `history.commit_every` and records a finished task whose work is not saved yet waits
     /// (in memory and in the spool) for the next save or flush point instead of forcing one.
     fn saved_recently(&self) -> bool {
+        false
+    }
+
+    /// A save is running now (the history's next commit that needs one waits for it anyway).
+    fn save_under_way(&self) -> bool {
         false
     }
 }
@@ -140,6 +146,10 @@ impl HistorySink {
     /// Commit every pending entry. On failure they stay pending.
     pub async fn flush(&self) -> Result<(), HistoryError> {
         let mut pending = self.pending.lock().await;
+        self.commit_pending(&mut pending).await
+    }
+
+    async fn commit_pending(&self, pending: &mut Vec<Entry>) -> Result<(), HistoryError> {
         if pending.is_empty() {
             return Ok(());
         }
@@ -149,7 +159,7 @@ impl HistorySink {
             let done_at = *self.done_at.lock().unwrap_or_else(|e| e.into_inner());
             hook.before_commit(done_at).await;
         }
-        let outcome = self.backend.append(&self.thread, &pending).await?;
+        let outcome = self.backend.append(&self.thread, pending).await?;
         pending.clear();
         *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.spooled(Spool::clear);
@@ -246,15 +256,41 @@ pub fn spool_dir(
 /// Entries after which the history must be on the branch at once.
 fn is_flush_point(entry: &Entry) -> bool {
     match &entry.body {
-        // A phase ends: the plan is made or revised, the work is complete, the run ends.
+        // A phase ends: the plan is made or revised, the run ends. (The work's completion is
+        // committed with the completion notice's effect entry right after it, or with
+        // run_finished: one commit fewer at the end of every run.)
         EntryBody::Plan { .. }
         | EntryBody::Revision { .. }
-        | EntryBody::Completion { .. }
         | EntryBody::RunFinished { .. }
         // The run waits for a person.
         | EntryBody::Question { .. } => true,
         EntryBody::ReplanDecision(decision) => decision.result == DecisionResult::Pending,
         _ => false,
+    }
+}
+
+/// Effect entries (a forge write's intent) join the pending entries and commit with them.
+#[async_trait]
+impl crate::history::effects::Journal for HistorySink {
+    fn thread(&self) -> ThreadRef {
+        self.thread
+    }
+
+    /// With the pending entries when committing them needs no save of the work beyond the one
+    /// under way; alone otherwise, as before there was a journal to join, so a comment a tool
+    /// posts after a finished task does not force a push of the work branch.
+    async fn commit_with(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        let mut pending = self.pending.lock().await;
+        let joins = self
+            .before_commit
+            .as_ref()
+            .is_none_or(|hook| self.work_saved(hook.as_ref()) || hook.save_under_way());
+        if !joins {
+            return self.backend.append(&self.thread, entries).await.map(drop);
+        }
+        self.spooled(|s| s.write(entries));
+        pending.extend_from_slice(entries);
+        self.commit_pending(&mut pending).await
     }
 }
 

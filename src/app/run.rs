@@ -78,6 +78,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         started_at,
         bundle,
         stage,
+        effect_route: Default::default(),
     };
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
     if nonempty("GITHUB_EVENT_NAME") {

@@ -27,12 +27,44 @@ pub trait EffectJournal: Send + Sync {
     async fn record(&self, intent: Intent) -> Result<(), String>;
 }
 
+/// The run's journal of history entries, which commits what it holds in order.
+#[async_trait]
+pub trait Journal: Send + Sync {
+    fn thread(&self) -> ThreadRef;
+    /// Commit `entries` now, after (and with) the entries waiting to be committed.
+    async fn commit_with(&self, entries: &[Entry]) -> Result<(), super::HistoryError>;
+}
+
+/// Where effect entries go once the run's journal exists: into it, so an intent is committed
+/// with the run's entries that wait there (one history commit, not two; the completion notice
+/// follows the completion entries) and never ahead of them. Before that, and for another
+/// thread, straight to the backend.
+#[derive(Default)]
+pub struct EffectRoute(Mutex<Option<std::sync::Weak<dyn Journal>>>);
+
+impl EffectRoute {
+    /// Route through `journal` from now on (a sweep binds each thread's in turn).
+    pub fn bind(&self, journal: std::sync::Weak<dyn Journal>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(journal);
+    }
+
+    fn journal_for(&self, thread: &ThreadRef) -> Option<Arc<dyn Journal>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade)
+            .filter(|journal| journal.thread() == *thread)
+    }
+}
+
 /// The journal over the thread's history backend, seeded with the intents already there.
 pub struct HistoryEffects {
     backend: Arc<dyn HistoryBackend>,
     thread: ThreadRef,
     run_id: String,
     known: Mutex<BTreeMap<String, Intent>>,
+    route: Arc<EffectRoute>,
 }
 
 impl HistoryEffects {
@@ -47,7 +79,14 @@ impl HistoryEffects {
             thread,
             run_id: run_id.to_owned(),
             known: Mutex::new(known),
+            route: Arc::default(),
         }
+    }
+
+    /// Record through the run's journal once `route` is bound to it.
+    pub fn routed(mut self, route: Arc<EffectRoute>) -> Self {
+        self.route = route;
+        self
     }
 }
 
@@ -90,10 +129,11 @@ impl EffectJournal for HistoryEffects {
                 target: intent.target.clone(),
             },
         };
-        self.backend
-            .append(&self.thread, &[entry])
-            .await
-            .map_err(|e| format!("could not record the write in the history first: {e}"))?;
+        let committed = match self.route.journal_for(&self.thread) {
+            Some(journal) => journal.commit_with(&[entry]).await,
+            None => self.backend.append(&self.thread, &[entry]).await.map(drop),
+        };
+        committed.map_err(|e| format!("could not record the write in the history first: {e}"))?;
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -5,6 +5,7 @@ mod body_twin;
 pub(crate) mod branch_write;
 pub mod cas;
 pub(crate) mod effects;
+pub use effects::Journal;
 pub mod entry;
 mod entry_de;
 pub mod export;

@@ -1281,6 +1281,69 @@ async fn a_full_batch_with_an_unsaved_finished_task_waits_for_the_next_save_or_f
     assert_eq!((count(), *hook.saves.lock().unwrap()), (6, 1));
 }
 
+/// An effect entry (a forge write's intent) joins the pending entries in one commit, after
+/// them; but when committing those would force a save of the work no save is making, it is
+/// committed alone and they keep waiting.
+#[tokio::test]
+async fn an_effect_entry_commits_with_the_pending_entries_unless_that_forces_a_save() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    use replan::history::Journal;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let hook = Arc::new(RecentSave {
+        saves: std::sync::Mutex::new(0),
+        saved_at: std::sync::Mutex::new(Some(std::time::Instant::now())),
+    });
+    let sink =
+        HistorySink::new(backend.clone(), ThreadRef::issue(4), 20).with_before_commit(hook.clone());
+    let types = || -> Vec<&'static str> {
+        jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
+            .entries
+            .iter()
+            .map(|e| e.body.type_name())
+            .collect()
+    };
+    let effect = |key: &str| {
+        entry(
+            0,
+            "run",
+            EntryBody::Effect {
+                key: key.into(),
+                effect: replan::history::entry::EffectKind::Comment,
+                target: None,
+            },
+        )
+    };
+
+    sink.append(&[checklist("run", "a")]).await.unwrap();
+    sink.commit_with(&[effect("k1")]).await.unwrap();
+    assert_eq!(types(), ["checklist", "effect"], "one commit, in order");
+
+    // A finished task the last save does not hold: the effect goes alone, no save is forced.
+    let done = entry(
+        0,
+        "run",
+        EntryBody::TaskState {
+            task_id: "task_1".into(),
+            state: TaskState::Done,
+            replanning_info: None,
+            note: None,
+        },
+    );
+    sink.append(&[done]).await.unwrap();
+    sink.commit_with(&[effect("k2")]).await.unwrap();
+    assert_eq!(types(), ["checklist", "effect", "effect"]);
+    assert_eq!(*hook.saves.lock().unwrap(), 0);
+    sink.flush().await.unwrap();
+    assert_eq!(types(), ["checklist", "effect", "effect", "task_state"]);
+    assert_eq!(
+        *hook.saves.lock().unwrap(),
+        1,
+        "the flush saved the work first"
+    );
+}
+
 #[tokio::test]
 async fn entries_that_cannot_be_committed_go_to_the_job_log_and_the_step_summary() {
     use replan::app::history_sink::HistorySink;

@@ -106,7 +106,7 @@ pub(super) async fn ci_run(
                 redact_fn(),
             )
             .with_bot_login(bot_login.clone())
-            .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
+            .with_effects(notice_effects(&backend, thread, &ctx)),
         )
     };
 

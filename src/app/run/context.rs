@@ -45,6 +45,9 @@ pub(super) struct Ctx {
     pub(super) started_at: DateTime<Utc>,
     pub(super) bundle: Option<Arc<Recorder>>,
     pub(super) stage: Option<crate::app::stage::StageRun>,
+    /// Bound to the run's history sink once it exists: the forge writes' effect entries (the
+    /// reporter's notices, the tools' comments and pull requests) commit through it.
+    pub(super) effect_route: Arc<crate::history::effects::EffectRoute>,
 }
 
 pub(super) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
@@ -120,14 +123,17 @@ pub(super) async fn replay_spool(
 pub(super) fn notice_effects(
     backend: &Arc<dyn HistoryBackend>,
     thread: ThreadRef,
-    run_id: &str,
+    ctx: &Ctx,
 ) -> Arc<dyn crate::history::effects::EffectJournal> {
-    Arc::new(crate::history::effects::HistoryEffects::new(
-        backend.clone(),
-        thread,
-        run_id,
-        Default::default(),
-    ))
+    Arc::new(
+        crate::history::effects::HistoryEffects::new(
+            backend.clone(),
+            thread,
+            &ctx.run_id,
+            Default::default(),
+        )
+        .routed(ctx.effect_route.clone()),
+    )
 }
 
 pub(super) async fn load_thread(

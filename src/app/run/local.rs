@@ -114,7 +114,7 @@ pub(super) async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, C
         primary: Arc::new(
             ForgeReporter::new(forge.clone(), thread, checklist.clone(), redact_fn())
                 .with_min_interval(std::time::Duration::ZERO)
-                .with_effects(notice_effects(&backend, thread, &ctx.run_id)),
+                .with_effects(notice_effects(&backend, thread, &ctx)),
         ),
         also: Arc::new(TerminalReporter::new(checklist)),
     });

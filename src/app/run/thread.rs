@@ -175,12 +175,15 @@ pub(super) async fn cycle_on_thread(
     };
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
-    tool_context.effects = Some(Arc::new(crate::history::effects::HistoryEffects::new(
-        backend.clone(),
-        thread,
-        &ctx.run_id,
-        loaded.intents.clone(),
-    )));
+    tool_context.effects = Some(Arc::new(
+        crate::history::effects::HistoryEffects::new(
+            backend.clone(),
+            thread,
+            &ctx.run_id,
+            loaded.intents.clone(),
+        )
+        .routed(ctx.effect_route.clone()),
+    ));
     // Prompt overrides are read, like the config, before anything model-driven starts (MCP
     // servers start while the registry is built).
     let prompts =
@@ -195,6 +198,8 @@ pub(super) async fn cycle_on_thread(
         sink = sink.with_before_commit(saver);
     }
     let sink = Arc::new(sink);
+    let journal: Arc<dyn crate::history::effects::Journal> = sink.clone();
+    ctx.effect_route.bind(Arc::downgrade(&journal));
     let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let deps = CycleDeps {

@@ -363,6 +363,46 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
     }
 }
 
+/// The completion notice's effect entry (written before the notice is posted) goes into the
+/// same history commit as the completion it announces: three forge requests fewer at the end of
+/// every run, and never an effect entry ahead of the run's own.
+#[test]
+fn github_e2e_the_completion_and_its_notice_record_are_one_history_commit() {
+    let world = World::new("");
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
+    let payload = world.issue_opened(number, "alice");
+
+    let output = world.run(&world.env("issues", &payload));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let notice = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .find(|c| c.body.starts_with("<!-- replan:notice:completion -->"))
+        .expect("a completion notice");
+    let key = replan::forge::marker::key_in(&notice.body)
+        .expect("the notice carries its key")
+        .to_owned();
+    // Each history commit uploads the whole file: the first that holds the completion.
+    let trees = world
+        .fake
+        .requests_to("POST", "/repos/octo/widgets/git/trees");
+    let first = trees
+        .iter()
+        .position(|r| r.body.contains(r#"\"type\":\"completion\""#))
+        .expect("a commit with the completion");
+    assert!(
+        trees[first].body.contains(&key),
+        "the commit that records the completion also records the notice's key {key}"
+    );
+    assert_eq!(
+        trees.len() - first,
+        2,
+        "from the completion on: it with the notice's record, then run_finished"
+    );
+}
+
 #[test]
 fn github_e2e_our_own_comment_does_not_trigger() {
     let world = World::new("");
