@@ -53,11 +53,6 @@ pub trait BeforeCommit: Send + Sync {
     fn saved_recently(&self) -> bool {
         false
     }
-
-    /// A save is running now (the history's next commit that needs one waits for it anyway).
-    fn save_under_way(&self) -> bool {
-        false
-    }
 }
 
 fn finishes_a_task(entries: &[Entry]) -> bool {
@@ -276,15 +271,16 @@ impl crate::history::effects::Journal for HistorySink {
         self.thread
     }
 
-    /// With the pending entries when committing them needs no save of the work beyond the one
-    /// under way; alone otherwise, as before there was a journal to join, so a comment a tool
-    /// posts after a finished task does not force a push of the work branch.
+    /// With the pending entries when committing them waits for no save of the work; alone, ahead
+    /// of them, otherwise (they wait for the save), so a comment a tool posts after a finished
+    /// task forces no push of the work branch, and the completion notice goes out while the
+    /// last save is still pushing (the completion entries then commit with run_finished).
     async fn commit_with(&self, entries: &[Entry]) -> Result<(), HistoryError> {
         let mut pending = self.pending.lock().await;
         let joins = self
             .before_commit
             .as_ref()
-            .is_none_or(|hook| self.work_saved(hook.as_ref()) || hook.save_under_way());
+            .is_none_or(|hook| self.work_saved(hook.as_ref()));
         if !joins {
             return self.backend.append(&self.thread, entries).await.map(drop);
         }

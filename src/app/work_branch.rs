@@ -293,10 +293,6 @@ impl crate::app::history_sink::BeforeCommit for WorkBranchReporter {
     fn saved_recently(&self) -> bool {
         WorkBranchReporter::saved_recently(self)
     }
-
-    fn save_under_way(&self) -> bool {
-        self.saved.try_lock().is_err()
-    }
 }
 
 #[async_trait]

@@ -363,11 +363,11 @@ fn github_e2e_issue_opened_plans_executes_opens_a_pull_request_and_completes() {
     }
 }
 
-/// The completion notice's effect entry (written before the notice is posted) goes into the
-/// same history commit as the completion it announces: three forge requests fewer at the end of
-/// every run, and never an effect entry ahead of the run's own.
+/// The completion notice's effect entry (written before the notice is posted) does not cost a
+/// history commit of its own at the end of the run: it joins the completion's commit, or, while
+/// the last save of the work still pushes, goes first and the completion joins run_finished.
 #[test]
-fn github_e2e_the_completion_and_its_notice_record_are_one_history_commit() {
+fn github_e2e_the_completion_notice_costs_no_history_commit_of_its_own() {
     let world = World::new("");
     let number = world.alices_issue("Add a hello file", "Please add hello.md.");
     let payload = world.issue_opened(number, "alice");
@@ -394,12 +394,14 @@ fn github_e2e_the_completion_and_its_notice_record_are_one_history_commit() {
         .expect("a commit with the completion");
     assert!(
         trees[first].body.contains(&key),
-        "the commit that records the completion also records the notice's key {key}"
+        "the notice's key {key} is recorded with the completion or before it"
     );
-    assert_eq!(
-        trees.len() - first,
-        2,
-        "from the completion on: it with the notice's record, then run_finished"
+    // With the notice's record, then run_finished; or, while the last save still pushes, the
+    // record alone first and the completion with run_finished.
+    assert!(
+        trees.len() - first <= 2,
+        "{} history commits from the completion on",
+        trees.len() - first
     );
 }
 
