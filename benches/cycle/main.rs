@@ -54,6 +54,9 @@ fn main() {
     let mut template = String::new();
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
+    if let Some(other) = std::env::var_os("REPLAN_BENCH_AB") {
+        interleaved_cycle20(Path::new(&other), if quick { 8 } else { 20 });
+    }
     wire::check();
     planning_modes();
     replays(quick, &template, &mut report);
@@ -176,6 +179,45 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
         println!();
         by_kind("20 subtasks", &t);
     }
+}
+
+/// `REPLAN_BENCH_AB=<another replan binary>`: the 20-subtask cycle with this build and that one
+/// in turn, run after run, so both see the same machine (a shared VM's speed drifts by half
+/// within minutes, and separate bench runs do not compare).
+fn interleaved_cycle20(other: &Path, pairs: usize) {
+    println!(
+        "## The 20-subtask cycle, interleaved with `{}`\n",
+        other.display()
+    );
+    println!("| binary | runs | wall minus LLM ms, median (min) | CPU ms, median |");
+    println!("| --- | ---: | ---: | ---: |");
+    let llm = ScriptedLlm::start(scenario::cycle_scenario(20), Some(scenario::execute_step()));
+    let mut world = World::new();
+    let binaries = [Path::new(world::REPLAN), other];
+    let mut net = [Samples::default(), Samples::default()];
+    let mut cpu = [Samples::default(), Samples::default()];
+    for _ in 0..pairs {
+        for (i, binary) in binaries.iter().enumerate() {
+            let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
+            let env = world.env(&llm, &payload);
+            world.reset_workspace();
+            let result = world.run_binary(binary, &env);
+            let (_, unmatched, handler) = llm.take();
+            check_completed(&result, 20, &unmatched);
+            net[i].push(ms(result.wall) - ms(handler));
+            cpu[i].push(ms(result.cpu));
+        }
+    }
+    for (i, binary) in binaries.iter().enumerate() {
+        println!(
+            "| `{}` | {pairs} | {:.1} ({:.1}) | {:.1} |",
+            binary.display(),
+            net[i].median(),
+            net[i].min(),
+            cpu[i].median()
+        );
+    }
+    println!();
 }
 
 fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {

@@ -124,8 +124,13 @@ impl World {
 
     /// Runs `replan run` once (a new workflow run id each time).
     pub fn run(&mut self, env: &BTreeMap<String, String>) -> RunResult {
+        self.run_binary(Path::new(REPLAN), env)
+    }
+
+    /// Runs `binary run` once, as [`World::run`] runs the release build.
+    pub fn run_binary(&mut self, binary: &Path, env: &BTreeMap<String, String>) -> RunResult {
         self.runs += 1;
-        let mut command = Command::new(REPLAN);
+        let mut command = Command::new(binary);
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR"] {
             if let Ok(value) = std::env::var(key) {
