@@ -1150,6 +1150,20 @@ async fn the_history_sink_batches_commit_every_entries_and_flushes_at_the_end_of
     assert_eq!(count(), 5, "the end of the run flushes at once");
 }
 
+/// An entry of run "run" that marks `task` done.
+fn task_done(seq: u64, task: &str) -> Entry {
+    entry(
+        seq,
+        "run",
+        EntryBody::TaskState {
+            task_id: task.into(),
+            state: TaskState::Done,
+            replanning_info: None,
+            note: None,
+        },
+    )
+}
+
 /// Counts the thread's committed lines each time a flush is about to commit a finished task.
 struct LinesAtHook {
     backend: Arc<LocalHistory>,
@@ -1183,18 +1197,7 @@ async fn a_flush_that_records_a_finished_task_saves_the_work_before_it_commits()
     });
     let sink =
         HistorySink::new(backend.clone(), ThreadRef::issue(4), 2).with_before_commit(hook.clone());
-    let done = |seq| {
-        entry(
-            seq,
-            "run",
-            EntryBody::TaskState {
-                task_id: "task_1".into(),
-                state: TaskState::Done,
-                replanning_info: None,
-                note: None,
-            },
-        )
-    };
+    let done = |seq| task_done(seq, "task_1");
 
     // No finished task in the batch: no save.
     sink.append(&[checklist("run", "a"), checklist("run", "b")])
@@ -1232,35 +1235,40 @@ impl replan::app::history_sink::BeforeCommit for RecentSave {
     }
 }
 
-#[tokio::test]
-async fn a_full_batch_with_an_unsaved_finished_task_waits_for_the_next_save_or_flush_point() {
-    use replan::app::history_sink::HistorySink;
-    use replan::engine::journal::EntrySink;
-    let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+/// A sink on issue 4's local history (`commit_every`) whose work saver saved just now.
+fn sink_after_a_recent_save(
+    dir: &std::path::Path,
+    commit_every: u32,
+) -> (
+    Arc<LocalHistory>,
+    Arc<RecentSave>,
+    replan::app::history_sink::HistorySink,
+) {
+    let backend = Arc::new(LocalHistory::new(dir, "planning_history"));
     let hook = Arc::new(RecentSave {
         saves: std::sync::Mutex::new(0),
         saved_at: std::sync::Mutex::new(Some(std::time::Instant::now())),
     });
-    let sink =
-        HistorySink::new(backend.clone(), ThreadRef::issue(4), 2).with_before_commit(hook.clone());
+    let sink = replan::app::history_sink::HistorySink::new(
+        backend.clone(),
+        ThreadRef::issue(4),
+        commit_every,
+    )
+    .with_before_commit(hook.clone());
+    (backend, hook, sink)
+}
+
+#[tokio::test]
+async fn a_full_batch_with_an_unsaved_finished_task_waits_for_the_next_save_or_flush_point() {
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    let (backend, hook, sink) = sink_after_a_recent_save(dir.path(), 2);
     let count = || {
         jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
             .entries
             .len()
     };
-    let done = |seq, task: &str| {
-        entry(
-            seq,
-            "run",
-            EntryBody::TaskState {
-                task_id: task.into(),
-                state: TaskState::Done,
-                replanning_info: None,
-                note: None,
-            },
-        )
-    };
+    let done = task_done;
 
     // The last save was just now and task_1 finished after it: committing would force another
     // save, so the full batch waits.
@@ -1282,21 +1290,14 @@ async fn a_full_batch_with_an_unsaved_finished_task_waits_for_the_next_save_or_f
 }
 
 /// An effect entry (a forge write's intent) joins the pending entries in one commit, after
-/// them; but when committing those would force a save of the work no save is making, it is
-/// committed alone and they keep waiting.
+/// them; but when committing those would wait for a save of the work, it is committed alone and
+/// they keep waiting.
 #[tokio::test]
 async fn an_effect_entry_commits_with_the_pending_entries_unless_that_forces_a_save() {
-    use replan::app::history_sink::HistorySink;
     use replan::engine::journal::EntrySink;
     use replan::history::Journal;
     let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
-    let hook = Arc::new(RecentSave {
-        saves: std::sync::Mutex::new(0),
-        saved_at: std::sync::Mutex::new(Some(std::time::Instant::now())),
-    });
-    let sink =
-        HistorySink::new(backend.clone(), ThreadRef::issue(4), 20).with_before_commit(hook.clone());
+    let (backend, hook, sink) = sink_after_a_recent_save(dir.path(), 20);
     let types = || -> Vec<&'static str> {
         jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
             .entries
@@ -1321,16 +1322,7 @@ async fn an_effect_entry_commits_with_the_pending_entries_unless_that_forces_a_s
     assert_eq!(types(), ["checklist", "effect"], "one commit, in order");
 
     // A finished task the last save does not hold: the effect goes alone, no save is forced.
-    let done = entry(
-        0,
-        "run",
-        EntryBody::TaskState {
-            task_id: "task_1".into(),
-            state: TaskState::Done,
-            replanning_info: None,
-            note: None,
-        },
-    );
+    let done = task_done(0, "task_1");
     sink.append(&[done]).await.unwrap();
     sink.commit_with(&[effect("k2")]).await.unwrap();
     assert_eq!(types(), ["checklist", "effect", "effect"]);
