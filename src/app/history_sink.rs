@@ -1,7 +1,7 @@
 //! The run's writer to the history backend: entries are batched (`history.commit_every`) and
 //! always flushed at the points that matter — the end of a planning phase, before a forge write
-//! (its effect entry commits with them), before the run waits for a person, at the end of the
-//! run and on SIGTERM. Entries that could not be
+//! (with its effect entry, unless they would wait for a save of the work), before the run waits
+//! for a person, at the end of the run and on SIGTERM. Entries that could not be
 //! committed by the end of the run are printed to the job log and the step summary as JSONL, so
 //! nothing is lost silently.
 
@@ -252,8 +252,8 @@ pub fn spool_dir(
 fn is_flush_point(entry: &Entry) -> bool {
     match &entry.body {
         // A phase ends: the plan is made or revised, the run ends. (The work's completion is
-        // committed with the completion notice's effect entry right after it, or with
-        // run_finished: one commit fewer at the end of every run.)
+        // committed with the completion notice's effect entry right after it, or, while the last
+        // save of the work pushes, with run_finished: one commit fewer at the end of every run.)
         EntryBody::Plan { .. }
         | EntryBody::Revision { .. }
         | EntryBody::RunFinished { .. }

@@ -27,18 +27,18 @@ pub trait EffectJournal: Send + Sync {
     async fn record(&self, intent: Intent) -> Result<(), String>;
 }
 
-/// The run's journal of history entries, which commits what it holds in order.
+/// The run's journal of history entries, which batches them before committing.
 #[async_trait]
 pub trait Journal: Send + Sync {
     fn thread(&self) -> ThreadRef;
-    /// Commit `entries` now, after (and with) the entries waiting to be committed.
+    /// Commit `entries` now: with the entries waiting to be committed, after them, when that
+    /// needs no wait; otherwise alone.
     async fn commit_with(&self, entries: &[Entry]) -> Result<(), super::HistoryError>;
 }
 
 /// Where effect entries go once the run's journal exists: into it, so an intent is committed
-/// with the run's entries that wait there (one history commit, not two; the completion notice
-/// follows the completion entries) and never ahead of them. Before that, and for another
-/// thread, straight to the backend.
+/// with the run's entries that wait there when it can be (one history commit, not two). Before
+/// that, and for another thread, straight to the backend.
 #[derive(Default)]
 pub struct EffectRoute(Mutex<Option<std::sync::Weak<dyn Journal>>>);
 

@@ -397,12 +397,19 @@ fn commit_tree(
     author: &CommitAuthor,
 ) -> Result<String, ToolError> {
     let commit = commit_object(repo, tree, parent, message, author)?;
+    move_branch(repo, branch, &commit, old)?;
+    Ok(commit)
+}
+
+/// Point `branch` at `commit` if it still is at `old` (compare-and-swap; `NO_COMMIT`: if it does
+/// not exist yet).
+fn move_branch(repo: &Path, branch: &str, commit: &str, old: &str) -> Result<(), ToolError> {
     git(
         repo,
-        &["update-ref", &format!("refs/heads/{branch}"), &commit, old],
+        &["update-ref", &format!("refs/heads/{branch}"), commit, old],
         &[],
-    )?;
-    Ok(commit)
+    )
+    .map(drop)
 }
 
 /// A commit of `tree` on `parent`, on no branch.
@@ -555,16 +562,7 @@ impl Snapshots {
     /// Move the branch to `commit` (from [`Snapshots::commit`]): compare-and-swap from where the
     /// last move left it, so a branch someone else moved meanwhile is an error, not overwritten.
     pub fn advance(&mut self, repo: &Path, branch: &str, commit: &str) -> Result<(), ToolError> {
-        git(
-            repo,
-            &[
-                "update-ref",
-                &format!("refs/heads/{branch}"),
-                commit,
-                &self.old,
-            ],
-            &[],
-        )?;
+        move_branch(repo, branch, commit, &self.old)?;
         self.old = commit.to_owned();
         Ok(())
     }

@@ -9,15 +9,15 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Where a repository's loose objects go, when a commit can be written there directly: the git
-/// directory's `objects` (a linked worktree's through its `commondir`), with no environment
-/// variable that sends git's own writes elsewhere.
+/// directory's `objects` (a linked worktree's through its `commondir`). None when the environment
+/// sends git's own writes elsewhere or gives git the dates to stamp.
 pub fn objects_dir(git_dir: &Path, env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let redirected = [
+    let git_would_differ = [
         "GIT_OBJECT_DIRECTORY",
         "GIT_COMMITTER_DATE",
         "GIT_AUTHOR_DATE",
     ];
-    if redirected.iter().any(|v| env(v).is_some()) {
+    if git_would_differ.iter().any(|v| env(v).is_some()) {
         return None;
     }
     let common = match std::fs::read_to_string(git_dir.join("commondir")) {
