@@ -437,7 +437,7 @@ pub fn commit_object(
 
 /// Snapshots of the working tree on a branch (on top of its tip, else of HEAD) without touching
 /// the checkout. The first save finds the branch and fills a temporary index; later saves only
-/// update that index and commit: `git add`, `git write-tree` and `git update-ref` each, with the
+/// update that index and commit: `git add` and `git update-ref` each, with the tree and the
 /// commit object written in-process where git would write the same (issue 15's overhead).
 pub struct Snapshots {
     /// The temporary index, kept between saves so `git add -A` only re-reads changed files.
@@ -536,7 +536,10 @@ impl Snapshots {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
         git(repo, &["add", "-A", "--", "."], &with_index)?;
-        let tree = git(repo, &["write-tree"], &with_index)?;
+        let tree = match self.write_tree() {
+            Some(tree) => tree,
+            None => git(repo, &["write-tree"], &with_index)?,
+        };
         if tree == self.tree {
             return Ok(None);
         }
@@ -557,6 +560,13 @@ impl Snapshots {
         self.parent = commit.clone();
         self.tree = tree;
         Ok(Some(commit))
+    }
+
+    /// The temporary index's tree, written in-process where git would write the same (see
+    /// `index_tree`; a SHA-1 repository, as the parent's tree id says).
+    fn write_tree(&self) -> Option<String> {
+        let objects = self.objects.as_ref().filter(|_| self.tree.len() == 40)?;
+        super::index_tree::write_tree(&std::fs::read(&self.index).ok()?, objects)
     }
 
     /// Move the branch to `commit` (from [`Snapshots::commit`]): compare-and-swap from where the

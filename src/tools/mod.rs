@@ -24,6 +24,7 @@ mod error;
 pub(crate) mod forge_tools;
 pub mod git;
 mod git_objects;
+mod index_tree;
 pub(crate) mod list_files;
 pub(crate) mod mcp;
 pub mod output;

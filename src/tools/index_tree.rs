@@ -1,0 +1,455 @@
+//! The tree `git write-tree` would write for an index, written without git: the work-branch
+//! save needs one after every `git add -A`, and a `git` process costs about 2 ms to start
+//! (issue 15's cycle overhead). Only for an index read exactly as git reads it: SHA-1, version
+//! 2, 3 or 4, every entry at stage 0 and of a mode a tree holds, no split index, no sparse
+//! directories, no intent-to-add entries. Subtrees the index's cache tree (its `TREE`
+//! extension) still vouches for are taken from it, as git takes them; the others are hashed
+//! and written as loose objects. Anything else, or more new trees than a save makes, is left
+//! to git (`None`), which also finds a tree already packed instead of writing it again.
+
+use std::path::Path;
+
+/// New trees beyond this many are left to `git write-tree`: it looks each up in the packs,
+/// where we would write loose copies of the unchanged ones (a first `git add -A` on a fresh
+/// checkout, whose entries are "racily clean", leaves no subtree of the cache valid). git then
+/// writes the cache tree into the index, and the next saves find their subtrees there.
+const MAX_NEW_TREES: usize = 16;
+
+const HASH: usize = 20;
+
+struct Entry {
+    path: Vec<u8>,
+    mode: u32,
+    id: [u8; HASH],
+}
+
+/// A node of the cache tree: how many index entries it covers and its tree, when still valid.
+#[derive(Default)]
+struct Cached {
+    entries: Option<usize>,
+    id: Option<[u8; HASH]>,
+    subtrees: Vec<(Vec<u8>, Cached)>,
+}
+
+/// Write the tree of the index `bytes` into `objects`; its id, or `None` when git should.
+pub fn write_tree(bytes: &[u8], objects: &Path) -> Option<String> {
+    let (entries, cached) = parse(bytes)?;
+    let mut new = Vec::new();
+    let root = build(&entries, 0, cached.as_ref(), &mut new)?;
+    if new.len() > MAX_NEW_TREES {
+        return None;
+    }
+    for body in &new {
+        super::git_objects::write_loose(objects, "tree", body).ok()?;
+    }
+    Some(hex::encode(root))
+}
+
+/// The tree of `entries` (all under the same `base` bytes of path), appending the body of each
+/// tree the cache does not vouch for to `new`.
+fn build(
+    entries: &[Entry],
+    base: usize,
+    cached: Option<&Cached>,
+    new: &mut Vec<Vec<u8>>,
+) -> Option<[u8; HASH]> {
+    if let Some(Cached {
+        entries: Some(n),
+        id: Some(id),
+        ..
+    }) = cached
+        && *n == entries.len()
+    {
+        return Some(*id);
+    }
+    let mut body = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let rest = entries[i].path.get(base..)?;
+        match rest.iter().position(|&b| b == b'/') {
+            None => {
+                push_entry(&mut body, entries[i].mode, rest, &entries[i].id);
+                i += 1;
+            }
+            Some(len) => {
+                // Sorted paths: everything under `name/` follows in one run.
+                let name = &rest[..len];
+                let end = i + entries[i..]
+                    .iter()
+                    .take_while(|e| {
+                        e.path
+                            .get(base..)
+                            .is_some_and(|r| r.len() > len && r.starts_with(name) && r[len] == b'/')
+                    })
+                    .count();
+                let sub = cached.and_then(|c| {
+                    c.subtrees
+                        .iter()
+                        .find(|(n, _)| n.as_slice() == name)
+                        .map(|(_, c)| c)
+                });
+                let id = build(&entries[i..end], base + len + 1, sub, new)?;
+                push_entry(&mut body, 0o40000, name, &id);
+                i = end;
+            }
+        }
+    }
+    let id = object_id("tree", &body);
+    new.push(body);
+    Some(id)
+}
+
+fn push_entry(body: &mut Vec<u8>, mode: u32, name: &[u8], id: &[u8; HASH]) {
+    body.extend_from_slice(format!("{mode:o} ").as_bytes());
+    body.extend_from_slice(name);
+    body.push(0);
+    body.extend_from_slice(id);
+}
+
+fn object_id(kind: &str, body: &[u8]) -> [u8; HASH] {
+    use sha1::{Digest as _, Sha1};
+    let mut hasher = Sha1::new();
+    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
+    hasher.update(body);
+    hasher.finalize().into()
+}
+
+fn be32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be16(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(bytes.get(at..at + 2)?.try_into().ok()?))
+}
+
+/// The entries and the cache tree of an index file (see git's `Documentation/gitformat-index`).
+fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Option<Cached>)> {
+    if bytes.get(..4)? != b"DIRC" {
+        return None;
+    }
+    let version = be32(bytes, 4)?;
+    if !(2..=4).contains(&version) {
+        return None;
+    }
+    let count = be32(bytes, 8)? as usize;
+    let end = bytes.len().checked_sub(HASH)?;
+    let mut entries: Vec<Entry> = Vec::with_capacity(count.min(end / 62));
+    let mut at = 12;
+    for _ in 0..count {
+        let mode = be32(bytes, at + 24)?;
+        let id: [u8; HASH] = bytes.get(at + 40..at + 40 + HASH)?.try_into().ok()?;
+        let flags = be16(bytes, at + 60)?;
+        let stage = (flags >> 12) & 3;
+        let extended = flags & 0x4000 != 0;
+        let mut name_at = at + 62;
+        if extended {
+            let more = be16(bytes, name_at)?;
+            // Intent-to-add entries are left out of git's trees; leave them to git.
+            if version < 3 || more & 0x2000 != 0 {
+                return None;
+            }
+            name_at += 2;
+        }
+        if stage != 0 || !matches!(mode, 0o100644 | 0o100755 | 0o120000 | 0o160000) {
+            return None;
+        }
+        let path = if version == 4 {
+            let (strip, suffix_at) = varint(bytes, name_at)?;
+            let nul = suffix_at + bytes.get(suffix_at..end)?.iter().position(|&b| b == 0)?;
+            let previous = entries.last().map_or(&[][..], |e| e.path.as_slice());
+            let keep = previous.len().checked_sub(strip)?;
+            let mut path = previous[..keep].to_vec();
+            path.extend_from_slice(&bytes[suffix_at..nul]);
+            at = nul + 1;
+            path
+        } else {
+            let nul = name_at + bytes.get(name_at..end)?.iter().position(|&b| b == 0)?;
+            let path = bytes[name_at..nul].to_vec();
+            // Entries are padded with NULs to a multiple of eight bytes.
+            at += (name_at - at + path.len() + 8) & !7;
+            path
+        };
+        if at > end || path.is_empty() {
+            return None;
+        }
+        entries.push(Entry { path, mode, id });
+    }
+    let mut cached = None;
+    while at < end {
+        let signature = bytes.get(at..at + 4)?;
+        let size = be32(bytes, at + 4)? as usize;
+        let data_end = (at + 8).checked_add(size).filter(|&e| e <= end)?;
+        let data = bytes.get(at + 8..data_end)?;
+        match signature {
+            b"TREE" => cached = Some(cache_tree(data, &mut 0)?.1),
+            // Optional extensions start with a capital letter; a split index (`link`), sparse
+            // directories (`sdir`) or anything else git must understand is git's to read.
+            s if s[0].is_ascii_uppercase() => {}
+            _ => return None,
+        }
+        at += 8 + size;
+    }
+    Some((entries, cached))
+}
+
+/// git's offset varint (index v4 path prefixes).
+fn varint(bytes: &[u8], mut at: usize) -> Option<(usize, usize)> {
+    let mut byte = *bytes.get(at)?;
+    at += 1;
+    let mut value = usize::from(byte & 0x7f);
+    while byte & 0x80 != 0 {
+        byte = *bytes.get(at)?;
+        at += 1;
+        value = value.checked_add(1)?.checked_mul(128)? | usize::from(byte & 0x7f);
+    }
+    Some((value, at))
+}
+
+/// One cache-tree node (its name and the node) with its subtrees, in the `TREE` extension's
+/// pre-order.
+fn cache_tree(data: &[u8], at: &mut usize) -> Option<(Vec<u8>, Cached)> {
+    let nul = *at + data.get(*at..)?.iter().position(|&b| b == 0)?;
+    let name = data[*at..nul].to_vec();
+    *at = nul + 1;
+    let number = |at: &mut usize, until: u8| -> Option<i64> {
+        let stop = *at + data.get(*at..)?.iter().position(|&b| b == until)?;
+        let text = std::str::from_utf8(&data[*at..stop]).ok()?;
+        *at = stop + 1;
+        text.parse().ok()
+    };
+    let count = number(at, b' ')?;
+    let subtree_count = number(at, b'\n')?;
+    let mut node = Cached::default();
+    if count >= 0 {
+        node.entries = Some(usize::try_from(count).ok()?);
+        node.id = Some(data.get(*at..*at + HASH)?.try_into().ok()?);
+        *at += HASH;
+    }
+    for _ in 0..subtree_count.max(0) {
+        node.subtrees.push(cache_tree(data, at)?);
+    }
+    Some((name, node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str], index: Option<&Path>) -> String {
+        let mut command = std::process::Command::new("git");
+        command
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com");
+        if let Some(index) = index {
+            command.env("GIT_INDEX_FILE", index);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {:?}", out);
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn write(dir: &Path, path: &str, text: &str) {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A committed repository whose names sort differently as paths and as tree entries, with
+    /// an executable, a symlink and a submodule entry.
+    fn repository() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"], None);
+        for path in [
+            "a-b",
+            "a.b",
+            "a/x",
+            "a/y/z",
+            "a0",
+            "é.txt",
+            "deep/er/still/f",
+        ] {
+            write(dir, path, path);
+        }
+        write(dir, "run.sh", "#!/bin/sh\n");
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::os::unix::fs::symlink("a.b", dir.join("link")).unwrap();
+        git(dir, &["add", "-A"], None);
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        git(
+            dir,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{commit},sub"),
+            ],
+            None,
+        );
+        git(dir, &["commit", "-q", "-m", "init"], None);
+        tmp
+    }
+
+    /// The work a run leaves: a new file deep down, a changed one, a removed one.
+    fn change(dir: &Path) {
+        write(dir, "a/y/new", "new");
+        write(dir, "a.b", "changed");
+        std::fs::remove_file(dir.join("a0")).unwrap();
+    }
+
+    /// Our tree of a copy of `index` after `git add -A`, and git's of another copy.
+    fn ours_and_gits(dir: &Path, index: &Path) -> (Option<String>, String) {
+        git(dir, &["add", "-A"], Some(index));
+        let bytes = std::fs::read(index).unwrap();
+        let ours = write_tree(&bytes, &dir.join(".git/objects"));
+        let theirs_index = dir.join(".git/theirs-index");
+        std::fs::copy(index, &theirs_index).unwrap();
+        (ours, git(dir, &["write-tree"], Some(&theirs_index)))
+    }
+
+    #[test]
+    fn the_tree_is_the_one_git_write_tree_writes_for_each_index_version() {
+        for version in ["2", "3", "4"] {
+            let tmp = repository();
+            let dir = tmp.path();
+            let index = dir.join(".git/ours-index");
+            std::fs::copy(dir.join(".git/index"), &index).unwrap();
+            git(
+                dir,
+                &["update-index", "--index-version", version],
+                Some(&index),
+            );
+            if version == "3" {
+                // An extended flag that trees ignore.
+                git(
+                    dir,
+                    &["update-index", "--skip-worktree", "a-b"],
+                    Some(&index),
+                );
+            }
+            change(dir);
+            let (ours, theirs) = ours_and_gits(dir, &index);
+            assert_eq!(ours.as_deref(), Some(theirs.as_str()), "index v{version}");
+            git(dir, &["fsck", "--strict", "--no-dangling"], None);
+        }
+    }
+
+    #[test]
+    fn subtrees_the_cache_tree_vouches_for_are_not_written_again() {
+        let tmp = repository();
+        let dir = tmp.path();
+        // Files older than the index, so `git add -A` keeps the cache tree of what it does not
+        // change (an entry as new as its index is "racily clean" and re-added).
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for path in [
+            "a-b",
+            "a.b",
+            "a/x",
+            "a/y/z",
+            "a0",
+            "é.txt",
+            "deep/er/still/f",
+            "run.sh",
+        ] {
+            let file = std::fs::File::options()
+                .append(true)
+                .open(dir.join(path))
+                .unwrap();
+            file.set_modified(past).unwrap();
+        }
+        git(
+            dir,
+            &["update-index", "-q", "--ignore-submodules", "--refresh"],
+            None,
+        );
+        git(dir, &["write-tree"], None);
+        let index = dir.join(".git/ours-index");
+        std::fs::copy(dir.join(".git/index"), &index).unwrap();
+        change(dir);
+        git(dir, &["add", "-A"], Some(&index));
+        let (entries, cached) = parse(&std::fs::read(&index).unwrap()).unwrap();
+        let mut new = Vec::new();
+        build(&entries, 0, cached.as_ref(), &mut new).unwrap();
+        // The root, `a` and `a/y` changed; `deep`, `deep/er` and `deep/er/still` did not.
+        assert_eq!(new.len(), 3);
+        let (ours, theirs) = ours_and_gits(dir, &index);
+        assert_eq!(ours.as_deref(), Some(theirs.as_str()));
+    }
+
+    #[test]
+    fn an_empty_index_has_the_empty_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"], None);
+        let index = dir.join(".git/ours-index");
+        git(dir, &["read-tree", "--empty"], Some(&index));
+        let (ours, theirs) = ours_and_gits(dir, &index);
+        assert_eq!(theirs, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+        assert_eq!(ours.as_deref(), Some(theirs.as_str()));
+    }
+
+    #[test]
+    fn what_git_reads_differently_is_left_to_git() {
+        let objects = |dir: &Path| dir.join(".git/objects");
+        // An intent-to-add entry.
+        let tmp = repository();
+        let dir = tmp.path();
+        write(dir, "later", "later");
+        git(dir, &["add", "-N", "later"], None);
+        let bytes = std::fs::read(dir.join(".git/index")).unwrap();
+        assert_eq!(write_tree(&bytes, &objects(dir)), None, "intent to add");
+        // A split index.
+        let tmp = repository();
+        let dir = tmp.path();
+        git(dir, &["update-index", "--split-index"], None);
+        let bytes = std::fs::read(dir.join(".git/index")).unwrap();
+        assert_eq!(write_tree(&bytes, &objects(dir)), None, "split index");
+        // An unmerged path.
+        let tmp = repository();
+        let dir = tmp.path();
+        let blob = git(dir, &["rev-parse", "HEAD:a.b"], None);
+        let stages = format!("100644 {blob} 1\tc\n100644 {blob} 2\tc\n");
+        let mut child = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["update-index", "--index-info"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stages.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        let bytes = std::fs::read(dir.join(".git/index")).unwrap();
+        assert_eq!(write_tree(&bytes, &objects(dir)), None, "unmerged");
+        // Not an index at all, or cut short.
+        assert_eq!(write_tree(b"not an index", &objects(dir)), None);
+        assert_eq!(write_tree(&bytes[..bytes.len() / 2], &objects(dir)), None);
+    }
+
+    #[test]
+    fn many_new_trees_without_a_cache_tree_are_left_to_git() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"], None);
+        for i in 0..=MAX_NEW_TREES {
+            write(dir, &format!("d{i}/f"), "f");
+        }
+        git(dir, &["add", "-A"], None);
+        let bytes = std::fs::read(dir.join(".git/index")).unwrap();
+        assert_eq!(write_tree(&bytes, &dir.join(".git/objects")), None);
+    }
+}
