@@ -322,6 +322,75 @@ async fn github_history_append_keeps_earlier_bytes_that_are_not_utf8() {
 }
 
 #[tokio::test]
+async fn github_history_is_read_with_the_ref_the_commit_and_the_file_in_three_requests() {
+    let fake = FakeGitHub::start();
+    let good = jsonl::to_line(&Entry {
+        seq: 1,
+        ..answer("old", "kept")
+    });
+    fake.commit_file(BRANCH, ISSUE_FILE, &format!("{good}\n"));
+    let backend = history(&fake);
+    fake.clear_requests();
+
+    let loaded = backend.load(&ThreadRef::issue(1)).await.unwrap();
+
+    assert_eq!(texts(&loaded.text), vec![(1, "kept".to_owned())]);
+    let sent: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(
+        sent[0],
+        "GET /repos/octo/widgets/git/ref/heads/replan-history"
+    );
+    let tip = fake.ref_sha(BRANCH).unwrap();
+    assert!(
+        sent.contains(&format!("GET /repos/octo/widgets/git/commits/{tip}")),
+        "{sent:?}"
+    );
+    // The file at the commit the ref named, not at whatever the branch is by then.
+    let contents = fake.requests_to("GET", "/repos/octo/widgets/contents/");
+    assert_eq!(contents.len(), 1, "{sent:?}");
+    assert_eq!(
+        contents[0].path,
+        "/repos/octo/widgets/contents/planning_history/issues/1.jsonl"
+    );
+    assert_eq!(contents[0].query, format!("ref={tip}"));
+}
+
+#[tokio::test]
+async fn github_history_over_a_megabyte_is_read_from_its_blob_and_appended_to() {
+    let fake = FakeGitHub::start();
+    let line = jsonl::to_line(&Entry {
+        seq: 1,
+        ..answer("old", &"x".repeat(1024))
+    });
+    let old = format!("{line}\n").repeat(1100);
+    assert!(old.len() > 1024 * 1024);
+    fake.commit_file(BRANCH, ISSUE_FILE, &old);
+    let backend = history(&fake);
+    let thread = ThreadRef::issue(1);
+
+    let loaded = backend.load(&thread).await.unwrap();
+    assert_eq!(loaded.text, old);
+    assert_eq!(
+        fake.requests_to("GET", "/repos/octo/widgets/git/blobs/")
+            .len(),
+        1,
+        "the contents API refuses the file; its blob is read"
+    );
+    backend
+        .append(&thread, &[answer("run", "new")])
+        .await
+        .unwrap();
+    let file = fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap();
+    assert!(file.starts_with(&old));
+    assert_eq!(jsonl::parse(&file).entries.len(), 1101);
+}
+
+#[tokio::test]
 async fn github_history_keeps_corrupt_lines_and_numbers_after_them() {
     let fake = FakeGitHub::start();
     let good = jsonl::to_line(&Entry {

@@ -1,5 +1,5 @@
 //! History files on an orphan branch through the git data API: blob → tree → commit → move the
-//! ref without `force`. When another run moved the branch first (422 "not a fast forward"), the
+//! ref without `force`; read through the contents API at the commit the ref names. When another run moved the branch first (422 "not a fast forward"), the
 //! file is read again at the new tip and our lines are appended after its last `seq`: no line of
 //! either run is lost. The branch is created (an orphan commit) on first use.
 
@@ -22,6 +22,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const CONTENTS_WRITE: &str = "contents: write";
+
+/// A path segment in a URL: everything but the unreserved characters is escaped.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn decode_base64(content: &str, what: &str) -> Result<Vec<u8>, ForgeError> {
+    let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .map_err(|e| ForgeError::Other(format!("GitHub answered {what} with bad base64: {e}")))
+}
 
 pub struct GitHubHistory {
     client: Arc<GitHubClient>,
@@ -89,6 +103,15 @@ impl GitHubHistory {
     }
 
     async fn tip(&self) -> Result<Option<Tip>, ForgeError> {
+        let Some(commit) = self.tip_commit().await? else {
+            return Ok(None);
+        };
+        let tree = self.tree_of(&commit).await?;
+        Ok(Some(Tip { commit, tree }))
+    }
+
+    /// The commit the branch points at; None before the branch exists.
+    async fn tip_commit(&self) -> Result<Option<String>, ForgeError> {
         let what = format!("reading the history branch `{}`", self.branch);
         let reference = self.reference();
         let reference = match self
@@ -100,22 +123,21 @@ impl GitHubHistory {
             Err(ForgeError::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let commit = match reference.object {
-            Object::Commit { sha, .. } => sha,
-            _ => {
-                return Err(ForgeError::Other(format!(
-                    "GitHub answered {what} with a ref that is not a commit"
-                )));
-            }
-        };
+        match reference.object {
+            Object::Commit { sha, .. } => Ok(Some(sha)),
+            _ => Err(ForgeError::Other(format!(
+                "GitHub answered {what} with a ref that is not a commit"
+            ))),
+        }
+    }
+
+    async fn tree_of(&self, commit: &str) -> Result<String, ForgeError> {
+        let what = format!("reading the history branch `{}`", self.branch);
         let body = self
             .client
-            .call(self.op(&what), self.git().get_commit(commit.as_str()))
+            .call(self.op(&what), self.git().get_commit(commit))
             .await?;
-        Ok(Some(Tip {
-            commit,
-            tree: body.tree.sha,
-        }))
+        Ok(body.tree.sha)
     }
 
     /// The entries of a tree (not recursive).
@@ -158,25 +180,61 @@ impl GitHubHistory {
             .client
             .call(self.op(&what), self.git().get_blob(sha))
             .await?;
-        let content = blob.content.as_str();
-        let bytes = match blob.encoding.as_str() {
-            "base64" => {
-                let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
-                base64::engine::general_purpose::STANDARD
-                    .decode(compact)
-                    .map_err(|e| {
-                        ForgeError::Other(format!("GitHub answered {what} with bad base64: {e}"))
-                    })?
-            }
-            _ => content.as_bytes().to_vec(),
-        };
-        Ok(bytes)
+        match blob.encoding.as_str() {
+            "base64" => decode_base64(&blob.content, &what),
+            _ => Ok(blob.content.into_bytes()),
+        }
     }
 
-    async fn file_at(&self, tip: &Tip, path: &str) -> Result<Vec<u8>, ForgeError> {
-        match self.lookup(&tip.tree, path, "blob").await? {
-            Some(blob) => self.read_blob(&blob).await,
-            None => Ok(Vec::new()),
+    /// The file at `commit` through the contents API: one request, where walking the trees
+    /// takes one per directory (and one more for the blob).
+    async fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, ForgeError> {
+        let what = format!("reading a history file on `{}`", self.branch);
+        let encoded: Vec<String> = path
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(|p| percent_encoding::utf8_percent_encode(p, PATH_SEGMENT).to_string())
+            .collect();
+        let route = self
+            .client
+            .repo_path(&format!("/contents/{}", encoded.join("/")));
+        let query = [("ref", commit)];
+        let get = self
+            .client
+            .octocrab()
+            .get::<Value, _, _>(route, Some(&query));
+        let file = match self.client.call_with_status(self.op(&what), get).await {
+            Ok(file) => file,
+            Err(Failure {
+                error: ForgeError::NotFound { .. },
+                ..
+            }) => return Ok(Vec::new()),
+            // Over 1 MB the contents API refuses the file ("too_large"); the git data API
+            // serves its blob.
+            Err(Failure {
+                status: 403,
+                message,
+                ..
+            }) if message.to_ascii_lowercase().contains("too large") => {
+                let tree = self.tree_of(commit).await?;
+                return match self.lookup(&tree, path, "blob").await? {
+                    Some(blob) => self.read_blob(&blob).await,
+                    None => Ok(Vec::new()),
+                };
+            }
+            Err(failure) => return Err(failure.error),
+        };
+        let field = |name: &str| file.get(name).and_then(Value::as_str);
+        if field("type") != Some("file") {
+            return Err(ForgeError::Other(format!(
+                "GitHub answered {what} with something that is not a file at `{path}`"
+            )));
+        }
+        match (field("encoding"), field("content")) {
+            (Some("base64"), Some(content)) => decode_base64(content, &what),
+            _ => Err(ForgeError::Other(format!(
+                "GitHub answered {what} without the file's content in base64"
+            ))),
         }
     }
 
@@ -185,11 +243,14 @@ impl GitHubHistory {
         if let Some(cached) = self.cached(path) {
             return Ok(cached);
         }
-        let tip = self.tip().await.map_err(backend)?;
-        let bytes = match &tip {
-            Some(tip) => self.file_at(tip, path).await.map_err(backend)?,
-            None => Vec::new(),
+        let Some(commit) = self.tip_commit().await.map_err(backend)? else {
+            self.remember(path, &[], None);
+            return Ok((Vec::new(), None));
         };
+        // The tree (for the next commit's base) and the file at once: both of that commit.
+        let (tree, bytes) = tokio::try_join!(self.tree_of(&commit), self.file_at(&commit, path))
+            .map_err(backend)?;
+        let tip = Some(Tip { commit, tree });
         self.remember(path, &bytes, tip.clone());
         Ok((bytes, tip))
     }

@@ -25,7 +25,7 @@ use crate::support::{ConcurrentChange, FakeGitHub};
 
 /// The request kinds the runs must have sent through Prism, so the check cannot pass by
 /// checking nothing.
-const EXPECTED_KINDS: [&str; 20] = [
+const EXPECTED_KINDS: [&str; 21] = [
     "POST /graphql",
     "GET /repos/{owner}/{repo}/issues/{n}",
     "GET /repos/{owner}/{repo}/issues/{n}/comments",
@@ -39,6 +39,7 @@ const EXPECTED_KINDS: [&str; 20] = [
     "GET /repos/{owner}/{repo}/git/commits/{sha}",
     "GET /repos/{owner}/{repo}/git/trees/{sha}",
     "GET /repos/{owner}/{repo}/git/blobs/{sha}",
+    "GET /repos/{owner}/{repo}/contents/{path}",
     "POST /repos/{owner}/{repo}/git/blobs",
     "POST /repos/{owner}/{repo}/git/trees",
     "POST /repos/{owner}/{repo}/git/commits",
@@ -265,6 +266,10 @@ async fn client_calls(fake: &FakeGitHub, api_url: &str) {
     let moved = history.append(&thread, &[entry("moved")]).await.unwrap();
     assert_eq!(moved.conflicts, 1);
     history.threads().await.unwrap();
+    // Over 1 MB the contents API refuses the file and the blob is read.
+    let big = format!("{good}\n").repeat(1024 * 1024 / good.len() + 1);
+    fake.commit_file("prism-history", &path, &big);
+    assert_eq!(history.load(&thread).await.unwrap().text, big);
     history
         .rewrite(&thread, &format!("{good}\n"))
         .await
@@ -289,6 +294,10 @@ fn kind(request: &str) -> String {
             }
             (Some("ref" | "refs"), _) => {
                 out.push("{ref}".to_owned());
+                break;
+            }
+            (Some("contents"), _) => {
+                out.push("{path}".to_owned());
                 break;
             }
             (Some("collaborators"), _) => out.push("{user}".to_owned()),
@@ -367,5 +376,9 @@ fn request_kinds_name_the_route_not_the_ids() {
     assert_eq!(
         kind("GET /repos/octo/widgets/collaborators/alice/permission"),
         "GET /repos/{owner}/{repo}/collaborators/{user}/permission"
+    );
+    assert_eq!(
+        kind("GET /repos/octo/widgets/contents/planning_history/issues/7.jsonl?ref=0123"),
+        "GET /repos/{owner}/{repo}/contents/{path}"
     );
 }

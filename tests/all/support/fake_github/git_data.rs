@@ -435,6 +435,10 @@ fn resolve_commitish(state: &State, name: &str) -> Option<String> {
         .or_else(|| state.objects.commit(name).map(|_| name.to_string()))
 }
 
+/// The contents API answers a file only up to 1 MB (with the default media type); beyond that
+/// it refuses with 403 `too_large` and points to the git data API.
+const CONTENTS_LIMIT: usize = 1024 * 1024;
+
 fn contents(state: &State, request: &FakeRequest, path: &str) -> FakeResponse {
     let wanted = request
         .query_param("ref")
@@ -489,6 +493,17 @@ fn contents(state: &State, request: &FakeRequest, path: &str) -> FakeResponse {
         return FakeResponse::json(200, &Value::Array(listing));
     }
     let bytes = state.objects.blob(&entry.sha).cloned().unwrap_or_default();
+    if bytes.len() > CONTENTS_LIMIT {
+        return FakeResponse::json(
+            403,
+            &json!({
+                "message": "This API returns blobs up to 1 MB in size. The requested blob is too large to fetch via the API, but you can use the Git Data API to request blobs up to 100 MB in size.",
+                "errors": [{"resource": "Blob", "field": "data", "code": "too_large"}],
+                "documentation_url": "https://docs.github.com/rest/repos/contents#get-repository-content",
+                "status": "403"
+            }),
+        );
+    }
     let mut value = item(path.trim_matches('/'), &entry);
     value["content"] = json!(shapes::wrapped_base64(&bytes));
     value["encoding"] = json!("base64");
