@@ -708,6 +708,11 @@ mod token_push_tests {
             .unwrap()
             .to_owned();
         let tree = git(work, &["rev-parse", &format!("{ours}^{{tree}}")], &[]).unwrap();
+        // The tree (written in-process too) is the one git writes for the same files.
+        let scratch = work.join(".git/scratch-index");
+        let scratch = [("GIT_INDEX_FILE", scratch.to_str().unwrap())];
+        git(work, &["add", "-A"], &scratch).unwrap();
+        assert_eq!(git(work, &["write-tree"], &scratch).unwrap(), tree);
         let head = git(work, &["rev-parse", "HEAD"], &[]).unwrap();
         let mut env = author.identity().to_vec();
         env.extend([("GIT_AUTHOR_DATE", stamp.as_str())]);

@@ -1,7 +1,8 @@
 //! History files on an orphan branch through the git data API: blob → tree → commit → move the
-//! ref without `force`; read through the contents API at the commit the ref names. When another run moved the branch first (422 "not a fast forward"), the
-//! file is read again at the new tip and our lines are appended after its last `seq`: no line of
-//! either run is lost. The branch is created (an orphan commit) on first use.
+//! ref without `force`; a file is read through the contents API at the commit the ref names.
+//! When another run moved the branch first (422 "not a fast forward"), the file is read again at
+//! the new tip and our lines are appended after its last `seq`: no line of either run is lost.
+//! The branch is created (an orphan commit) on first use.
 
 use super::client::{Failure, GitHubClient, Op};
 use crate::forge::ForgeError;
