@@ -15,13 +15,25 @@ pub async fn commit(
     notices: Vec<Notice>,
 ) -> Result<(), CycleError> {
     let deps = cx.deps;
-    let before = progress_key(state);
+    let progressed = progress_key(&batch.state) != progress_key(state);
+    if progressed && notices.is_empty() {
+        // The checklist shows the step while its entries are committed (a flush point costs
+        // several forge requests, the checklist one or two): neither waits for the other. A new
+        // comment's id is recorded after both, behind the step's entries.
+        let (appended, comment) = tokio::join!(
+            deps.store.append(&batch.entries),
+            deps.reporter.progress(&batch.state)
+        );
+        appended?;
+        *state = batch.state;
+        return record_checklist(cx, state, comment).await;
+    }
     deps.store.append(&batch.entries).await?;
     *state = batch.state;
     for n in &notices {
         deps.reporter.notice(state, n).await;
     }
-    if progress_key(state) != before {
+    if progressed {
         show_progress(cx, state, None).await?;
     }
     Ok(())
@@ -34,8 +46,18 @@ pub async fn show_progress(
     state: &mut SessionState,
     shown: Option<&SessionState>,
 ) -> Result<(), CycleError> {
+    let comment = cx.deps.reporter.progress(shown.unwrap_or(state)).await;
+    record_checklist(cx, state, comment).await
+}
+
+/// A checklist comment the history does not know yet is recorded (after the entries it shows).
+async fn record_checklist(
+    cx: &Cx<'_>,
+    state: &mut SessionState,
+    comment: Option<String>,
+) -> Result<(), CycleError> {
     let deps = cx.deps;
-    if let Some(id) = deps.reporter.progress(shown.unwrap_or(state)).await
+    if let Some(id) = comment
         && state.checklist_comment_id.as_deref() != Some(id.as_str())
     {
         let mut b = Batch::new(state, &deps.run_id, deps.clock.clone());

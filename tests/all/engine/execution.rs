@@ -442,3 +442,94 @@ async fn the_last_history_entry_and_the_final_checklist_go_out_together() {
         Some(EntryBody::RunFinished { .. })
     ));
 }
+
+/// A history that holds the plan's entries until the checklist showed the plan (or 5 s).
+struct HoldsThePlan {
+    inner: MemorySink,
+    shown: Arc<tokio::sync::Notify>,
+    held_until_shown: std::sync::Mutex<Option<bool>>,
+}
+
+#[async_trait]
+impl replan::engine::journal::EntrySink for HoldsThePlan {
+    async fn append(
+        &self,
+        entries: &[replan::history::Entry],
+    ) -> Result<(), replan::history::HistoryError> {
+        if entries
+            .iter()
+            .any(|e| matches!(e.body, EntryBody::Plan { .. }))
+        {
+            let shown =
+                tokio::time::timeout(std::time::Duration::from_secs(5), self.shown.notified())
+                    .await
+                    .is_ok();
+            *self.held_until_shown.lock().unwrap() = Some(shown);
+        }
+        self.inner.append(entries).await
+    }
+}
+
+/// Shows the checklist once a plan exists: says so, and names the comment it posted.
+struct SignalsThePlan {
+    shown: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl replan::report::Reporter for SignalsThePlan {
+    async fn progress(&self, state: &replan::history::SessionState) -> Option<String> {
+        if state.plan.is_some() {
+            self.shown.notify_one();
+        }
+        Some("checklist-1".into())
+    }
+
+    async fn notice(&self, _state: &replan::history::SessionState, _n: &Notice) -> Option<String> {
+        None
+    }
+
+    async fn finish(&self, _state: &replan::history::SessionState) {}
+}
+
+/// The plan's history commit (a flush point: several forge requests) and the checklist that
+/// shows the plan go out together: the first task does not wait for both in turn.
+#[tokio::test]
+async fn the_plan_commit_and_the_checklist_showing_it_go_out_together() {
+    let thread = Thread::new();
+    let input = start();
+    let shown = Arc::new(tokio::sync::Notify::new());
+    let store = Arc::new(HoldsThePlan {
+        inner: MemorySink::new(vec![]),
+        shown: shown.clone(),
+        held_until_shown: std::sync::Mutex::new(None),
+    });
+    let mut deps = thread.deps(
+        FirstMatch::new(""),
+        Arc::new(MemorySink::new(vec![])),
+        "run-1",
+        &input,
+    );
+    deps.store = store.clone();
+    deps.reporter = Arc::new(SignalsThePlan { shown });
+
+    let outcome = run_cycle(&deps, thread.state(), &input).await.unwrap();
+
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(
+        *store.held_until_shown.lock().unwrap(),
+        Some(true),
+        "the plan's entries waited for the checklist, which waited for them"
+    );
+    // The checklist's comment is recorded once, after the plan, in sequence order.
+    let entries = store.inner.entries();
+    let position = |pred: &dyn Fn(&EntryBody) -> bool| entries.iter().position(|e| pred(&e.body));
+    let plan = position(&|b| matches!(b, EntryBody::Plan { .. })).unwrap();
+    let checklist = position(&|b| matches!(b, EntryBody::Checklist { .. })).unwrap();
+    assert!(plan < checklist, "{entries:?}");
+    let checklists = entries
+        .iter()
+        .filter(|e| matches!(e.body, EntryBody::Checklist { .. }))
+        .count();
+    assert_eq!(checklists, 1);
+    assert!(entries.windows(2).all(|w| w[0].seq < w[1].seq));
+}
