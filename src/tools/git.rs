@@ -611,24 +611,28 @@ pub fn restore_working_tree(repo: &Path, branch: &str) -> Result<bool, ToolError
     Ok(true)
 }
 
+/// `git -C dir` for tests: no global or system config, a fixed identity.
+#[cfg(test)]
+pub(crate) fn isolated_git(dir: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new("git");
+    command
+        .arg("-C")
+        .arg(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com");
+    command
+}
+
 #[cfg(test)]
 mod token_push_tests {
     use super::*;
 
     fn run(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .status()
-            .unwrap()
-            .success();
+        let ok = isolated_git(dir).args(args).status().unwrap().success();
         assert!(ok, "git {args:?}");
     }
 

@@ -236,17 +236,8 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str], index: Option<&Path>) -> String {
-        let mut command = std::process::Command::new("git");
-        command
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com");
+        let mut command = super::super::git::isolated_git(dir);
+        command.args(args);
         if let Some(index) = index {
             command.env("GIT_INDEX_FILE", index);
         }
@@ -261,21 +252,23 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
-    /// A committed repository whose names sort differently as paths and as tree entries, with
-    /// an executable, a symlink and a submodule entry.
+    /// Names that sort differently as paths and as tree entries, and a deep one.
+    const FILES: [&str; 7] = [
+        "a-b",
+        "a.b",
+        "a/x",
+        "a/y/z",
+        "a0",
+        "é.txt",
+        "deep/er/still/f",
+    ];
+
+    /// A committed repository of [`FILES`], an executable, a symlink and a submodule entry.
     fn repository() -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         git(dir, &["init", "-q", "-b", "main"], None);
-        for path in [
-            "a-b",
-            "a.b",
-            "a/x",
-            "a/y/z",
-            "a0",
-            "é.txt",
-            "deep/er/still/f",
-        ] {
+        for path in FILES {
             write(dir, path, path);
         }
         write(dir, "run.sh", "#!/bin/sh\n");
@@ -350,16 +343,7 @@ mod tests {
         // Files older than the index, so `git add -A` keeps the cache tree of what it does not
         // change (an entry as new as its index is "racily clean" and re-added).
         let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        for path in [
-            "a-b",
-            "a.b",
-            "a/x",
-            "a/y/z",
-            "a0",
-            "é.txt",
-            "deep/er/still/f",
-            "run.sh",
-        ] {
+        for path in FILES.iter().chain(&["run.sh"]) {
             let file = std::fs::File::options()
                 .append(true)
                 .open(dir.join(path))
@@ -418,9 +402,7 @@ mod tests {
         let dir = tmp.path();
         let blob = git(dir, &["rev-parse", "HEAD:a.b"], None);
         let stages = format!("100644 {blob} 1\tc\n100644 {blob} 2\tc\n");
-        let mut child = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
+        let mut child = super::super::git::isolated_git(dir)
             .args(["update-index", "--index-info"])
             .stdin(std::process::Stdio::piped())
             .spawn()

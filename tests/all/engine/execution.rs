@@ -355,30 +355,38 @@ async fn a_low_scoring_alternative_waits_for_approval() {
     assert_eq!(state.task_state("task_2_alt1"), TaskState::Done);
 }
 
-/// A history that holds the run's last entry until the final checklist was sent (or 5 s).
-struct HoldsRunFinished {
+/// A history that holds the entries `holds` picks until `signal` is notified (or 5 s), and says
+/// whether it was.
+struct HoldsUntil {
     inner: MemorySink,
-    checklist_sent: Arc<tokio::sync::Notify>,
-    held_until_sent: std::sync::Mutex<Option<bool>>,
+    holds: fn(&EntryBody) -> bool,
+    signal: Arc<tokio::sync::Notify>,
+    held_until_signalled: std::sync::Mutex<Option<bool>>,
+}
+
+impl HoldsUntil {
+    fn new(holds: fn(&EntryBody) -> bool, signal: Arc<tokio::sync::Notify>) -> Self {
+        HoldsUntil {
+            inner: MemorySink::new(vec![]),
+            holds,
+            signal,
+            held_until_signalled: std::sync::Mutex::new(None),
+        }
+    }
 }
 
 #[async_trait]
-impl replan::engine::journal::EntrySink for HoldsRunFinished {
+impl replan::engine::journal::EntrySink for HoldsUntil {
     async fn append(
         &self,
         entries: &[replan::history::Entry],
     ) -> Result<(), replan::history::HistoryError> {
-        if entries
-            .iter()
-            .any(|e| matches!(e.body, EntryBody::RunFinished { .. }))
-        {
-            let sent = tokio::time::timeout(
-                std::time::Duration::from_secs(5),
-                self.checklist_sent.notified(),
-            )
-            .await
-            .is_ok();
-            *self.held_until_sent.lock().unwrap() = Some(sent);
+        if entries.iter().any(|e| (self.holds)(&e.body)) {
+            let signalled =
+                tokio::time::timeout(std::time::Duration::from_secs(5), self.signal.notified())
+                    .await
+                    .is_ok();
+            *self.held_until_signalled.lock().unwrap() = Some(signalled);
         }
         self.inner.append(entries).await
     }
@@ -414,11 +422,10 @@ async fn the_last_history_entry_and_the_final_checklist_go_out_together() {
     let llm = FirstMatch::new("");
     let input = start();
     let sent = Arc::new(tokio::sync::Notify::new());
-    let store = Arc::new(HoldsRunFinished {
-        inner: MemorySink::new(vec![]),
-        checklist_sent: sent.clone(),
-        held_until_sent: std::sync::Mutex::new(None),
-    });
+    let store = Arc::new(HoldsUntil::new(
+        |b| matches!(b, EntryBody::RunFinished { .. }),
+        sent.clone(),
+    ));
     let reporter = Arc::new(SignalsFinish {
         checklist_sent: sent,
         finished_with: std::sync::Mutex::new(None),
@@ -431,7 +438,7 @@ async fn the_last_history_entry_and_the_final_checklist_go_out_together() {
 
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(
-        *store.held_until_sent.lock().unwrap(),
+        *store.held_until_signalled.lock().unwrap(),
         Some(true),
         "the run_finished entry waited for the final checklist, which waited for it"
     );
@@ -441,33 +448,6 @@ async fn the_last_history_entry_and_the_final_checklist_go_out_together() {
         entries.last().map(|e| &e.body),
         Some(EntryBody::RunFinished { .. })
     ));
-}
-
-/// A history that holds the plan's entries until the checklist showed the plan (or 5 s).
-struct HoldsThePlan {
-    inner: MemorySink,
-    shown: Arc<tokio::sync::Notify>,
-    held_until_shown: std::sync::Mutex<Option<bool>>,
-}
-
-#[async_trait]
-impl replan::engine::journal::EntrySink for HoldsThePlan {
-    async fn append(
-        &self,
-        entries: &[replan::history::Entry],
-    ) -> Result<(), replan::history::HistoryError> {
-        if entries
-            .iter()
-            .any(|e| matches!(e.body, EntryBody::Plan { .. }))
-        {
-            let shown =
-                tokio::time::timeout(std::time::Duration::from_secs(5), self.shown.notified())
-                    .await
-                    .is_ok();
-            *self.held_until_shown.lock().unwrap() = Some(shown);
-        }
-        self.inner.append(entries).await
-    }
 }
 
 /// Shows the checklist once a plan exists: says so, and names the comment it posted.
@@ -498,11 +478,10 @@ async fn the_plan_commit_and_the_checklist_showing_it_go_out_together() {
     let thread = Thread::new();
     let input = start();
     let shown = Arc::new(tokio::sync::Notify::new());
-    let store = Arc::new(HoldsThePlan {
-        inner: MemorySink::new(vec![]),
-        shown: shown.clone(),
-        held_until_shown: std::sync::Mutex::new(None),
-    });
+    let store = Arc::new(HoldsUntil::new(
+        |b| matches!(b, EntryBody::Plan { .. }),
+        shown.clone(),
+    ));
     let mut deps = thread.deps(
         FirstMatch::new(""),
         Arc::new(MemorySink::new(vec![])),
@@ -516,7 +495,7 @@ async fn the_plan_commit_and_the_checklist_showing_it_go_out_together() {
 
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(
-        *store.held_until_shown.lock().unwrap(),
+        *store.held_until_signalled.lock().unwrap(),
         Some(true),
         "the plan's entries waited for the checklist, which waited for them"
     );
