@@ -188,8 +188,9 @@ impl GitHubHistory {
     }
 
     /// The file at `commit` through the contents API: one request, where walking the trees
-    /// takes one per directory (and one more for the blob).
-    async fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, ForgeError> {
+    /// takes one per directory (and one more for the blob). `None`: over 1 MB, which the
+    /// contents API refuses ("too_large"); the git data API serves its blob.
+    async fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         let what = format!("reading a history file on `{}`", self.branch);
         let encoded: Vec<String> = path
             .split('/')
@@ -209,20 +210,12 @@ impl GitHubHistory {
             Err(Failure {
                 error: ForgeError::NotFound { .. },
                 ..
-            }) => return Ok(Vec::new()),
-            // Over 1 MB the contents API refuses the file ("too_large"); the git data API
-            // serves its blob.
+            }) => return Ok(Some(Vec::new())),
             Err(Failure {
                 status: 403,
                 message,
                 ..
-            }) if message.to_ascii_lowercase().contains("too large") => {
-                let tree = self.tree_of(commit).await?;
-                return match self.lookup(&tree, path, "blob").await? {
-                    Some(blob) => self.read_blob(&blob).await,
-                    None => Ok(Vec::new()),
-                };
-            }
+            }) if message.to_ascii_lowercase().contains("too large") => return Ok(None),
             Err(failure) => return Err(failure.error),
         };
         let field = |name: &str| file.get(name).and_then(Value::as_str);
@@ -232,7 +225,7 @@ impl GitHubHistory {
             )));
         }
         match (field("encoding"), field("content")) {
-            (Some("base64"), Some(content)) => decode_base64(content, &what),
+            (Some("base64"), Some(content)) => decode_base64(content, &what).map(Some),
             _ => Err(ForgeError::Other(format!(
                 "GitHub answered {what} without the file's content in base64"
             ))),
@@ -249,8 +242,15 @@ impl GitHubHistory {
             return Ok((Vec::new(), None));
         };
         // The tree (for the next commit's base) and the file at once: both of that commit.
-        let (tree, bytes) = tokio::try_join!(self.tree_of(&commit), self.file_at(&commit, path))
+        let (tree, contents) = tokio::try_join!(self.tree_of(&commit), self.file_at(&commit, path))
             .map_err(backend)?;
+        let bytes = match contents {
+            Some(bytes) => bytes,
+            None => match self.lookup(&tree, path, "blob").await.map_err(backend)? {
+                Some(blob) => self.read_blob(&blob).await.map_err(backend)?,
+                None => Vec::new(),
+            },
+        };
         let tip = Some(Tip { commit, tree });
         self.remember(path, &bytes, tip.clone());
         Ok((bytes, tip))
