@@ -72,16 +72,27 @@ pub fn commit_body(
 /// Store `body` as a loose object of `kind` in `objects`; its id. An object that is already
 /// there is not written again; a new one appears whole or not at all (written aside, renamed).
 pub fn write_loose(objects: &Path, kind: &str, body: &[u8]) -> std::io::Result<String> {
+    let id = hex::encode(object_id(kind, body));
+    store_loose(objects, kind, &id, body)?;
+    Ok(id)
+}
+
+/// The SHA-1 object id of `body` as an object of `kind`.
+pub fn object_id(kind: &str, body: &[u8]) -> [u8; 20] {
+    let mut hasher = Sha1::new();
+    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
+    hasher.update(body);
+    hasher.finalize().into()
+}
+
+/// Store `body`, whose id (hex) its caller computed with [`object_id`], as a loose object.
+pub fn store_loose(objects: &Path, kind: &str, id: &str, body: &[u8]) -> std::io::Result<()> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let header = format!("{kind} {}\0", body.len());
-    let mut hasher = Sha1::new();
-    hasher.update(header.as_bytes());
-    hasher.update(body);
-    let id = hex::encode(hasher.finalize());
     let dir = objects.join(&id[..2]);
     let path = dir.join(&id[2..]);
     if path.exists() {
-        return Ok(id);
+        return Ok(());
     }
     std::fs::create_dir_all(&dir)?;
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -100,7 +111,7 @@ pub fn write_loose(objects: &Path, kind: &str, body: &[u8]) -> std::io::Result<S
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    written.map(|()| id)
+    written
 }
 
 /// Now, as git stamps an identity line: seconds since the epoch and the local offset (minutes).

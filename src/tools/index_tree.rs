@@ -39,19 +39,19 @@ pub fn write_tree(bytes: &[u8], objects: &Path) -> Option<String> {
     if new.len() > MAX_NEW_TREES {
         return None;
     }
-    for body in &new {
-        super::git_objects::write_loose(objects, "tree", body).ok()?;
+    for (id, body) in &new {
+        super::git_objects::store_loose(objects, "tree", &hex::encode(id), body).ok()?;
     }
     Some(hex::encode(root))
 }
 
-/// The tree of `entries` (all under the same `base` bytes of path), appending the body of each
-/// tree the cache does not vouch for to `new`.
+/// The tree of `entries` (all under the same `base` bytes of path), appending the id and body
+/// of each tree the cache does not vouch for to `new`.
 fn build(
     entries: &[Entry],
     base: usize,
     cached: Option<&Cached>,
-    new: &mut Vec<Vec<u8>>,
+    new: &mut Vec<([u8; HASH], Vec<u8>)>,
 ) -> Option<[u8; HASH]> {
     if let Some(Cached {
         entries: Some(n),
@@ -94,8 +94,8 @@ fn build(
             }
         }
     }
-    let id = object_id("tree", &body);
-    new.push(body);
+    let id = super::git_objects::object_id("tree", &body);
+    new.push((id, body));
     Some(id)
 }
 
@@ -104,14 +104,6 @@ fn push_entry(body: &mut Vec<u8>, mode: u32, name: &[u8], id: &[u8; HASH]) {
     body.extend_from_slice(name);
     body.push(0);
     body.extend_from_slice(id);
-}
-
-fn object_id(kind: &str, body: &[u8]) -> [u8; HASH] {
-    use sha1::{Digest as _, Sha1};
-    let mut hasher = Sha1::new();
-    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
-    hasher.update(body);
-    hasher.finalize().into()
 }
 
 fn be32(bytes: &[u8], at: usize) -> Option<u32> {
