@@ -13,6 +13,7 @@ pub mod fold;
 pub mod git_branch;
 pub mod jsonl;
 pub mod local;
+pub mod object_id;
 pub mod outcome;
 pub mod prune;
 pub mod rebase;

@@ -4,7 +4,7 @@
 //! the same: a SHA-1 repository, an identity git would not clean up, no date from the
 //! environment. Everything else goes through `git commit-tree`.
 
-use sha1::{Digest as _, Sha1};
+pub use crate::history::object_id::object_id;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -75,14 +75,6 @@ pub fn write_loose(objects: &Path, kind: &str, body: &[u8]) -> std::io::Result<S
     let id = hex::encode(object_id(kind, body));
     store_loose(objects, kind, &id, body)?;
     Ok(id)
-}
-
-/// The SHA-1 object id of `body` as an object of `kind`.
-pub fn object_id(kind: &str, body: &[u8]) -> [u8; 20] {
-    let mut hasher = Sha1::new();
-    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
-    hasher.update(body);
-    hasher.finalize().into()
 }
 
 /// Store `body`, whose id (hex) its caller computed with [`object_id`], as a loose object.

@@ -87,17 +87,20 @@ async fn with_base_line(backend: &GitHubHistory) -> ThreadRef {
 }
 
 /// The next `times` updates of the history ref answer `status` with `message`.
-fn refuse_ref_updates(fake: &FakeGitHub, status: u16, message: &str, times: usize) {
+/// An append is one `PUT` of the thread's file through the contents API.
+const ISSUE_FILE_PUT: &str = "/repos/octo/widgets/contents/planning_history/issues/1.jsonl";
+
+fn refuse_file_writes(fake: &FakeGitHub, status: u16, message: &str, times: usize) {
     fake.push_fault(
-        Fault::new(
-            "PATCH",
-            "/repos/octo/widgets/git/refs/heads/replan-history",
-            status,
-        )
-        .body(serde_json::json!({ "message": message }))
-        .times(times),
+        Fault::new("PUT", ISSUE_FILE_PUT, status)
+            .body(serde_json::json!({ "message": message }))
+            .times(times),
     );
 }
+
+/// GitHub's answer to a write that names another blob than the file's.
+const FILE_CHANGED: &str =
+    "planning_history/issues/1.jsonl does not match 0123456789abcdef0123456789abcdef01234567";
 
 fn texts(file: &str) -> Vec<(u64, String)> {
     jsonl::parse(file)
@@ -172,7 +175,7 @@ async fn github_history_concurrent_writer_loses_no_entry() {
         .await
         .unwrap();
 
-    assert_eq!(outcome.conflicts, 1, "the first update met a moved ref");
+    assert_eq!(outcome.conflicts, 1, "the first write met a changed file");
     assert_eq!(
         outcome.first_seq, 3,
         "renumbered after the other run's line"
@@ -186,11 +189,61 @@ async fn github_history_concurrent_writer_loses_no_entry() {
             (3, "ours after".to_owned())
         ]
     );
-    let updates = fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history");
-    assert_eq!(updates.len(), 2);
-    assert!(updates.iter().all(|r| r.json()["force"] == false));
-    assert_eq!(updates[0].status, 422);
-    assert_eq!(updates[1].status, 200);
+    // Each write names the blob it read: the one before the other run's line, then the one
+    // after it.
+    let writes = fake.requests_to("PUT", ISSUE_FILE_PUT);
+    assert_eq!(writes.len(), 2);
+    assert_eq!(writes[0].status, 409);
+    assert_eq!(writes[1].status, 200);
+    assert_ne!(writes[0].json()["sha"], writes[1].json()["sha"]);
+    assert!(writes.iter().all(|w| w.json()["branch"] == BRANCH));
+    assert!(
+        fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
+            .is_empty(),
+        "the contents API moves the branch itself"
+    );
+}
+
+#[tokio::test]
+async fn github_history_append_is_one_request_and_another_threads_write_costs_no_retry() {
+    let fake = FakeGitHub::start();
+    let backend = history(&fake);
+    let thread = with_base_line(&backend).await;
+    let other_file = "planning_history/issues/2.jsonl";
+    let theirs = jsonl::to_line(&Entry {
+        seq: 1,
+        ..answer("run-2", "another thread")
+    });
+    fake.advance_ref_before_next_update(
+        BRANCH,
+        other_file,
+        ConcurrentChange::Write(format!("{theirs}\n")),
+    );
+    fake.clear_requests();
+
+    let outcome = backend
+        .append(&thread, &[answer("run-1", "ours")])
+        .await
+        .unwrap();
+
+    assert_eq!(outcome.conflicts, 0, "the other run wrote another file");
+    let requests: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(requests, vec![format!("PUT {ISSUE_FILE_PUT}")]);
+    assert_eq!(
+        texts(&fake.file_at_ref(BRANCH, ISSUE_FILE).unwrap()),
+        vec![(1, "base".to_owned()), (2, "ours".to_owned())]
+    );
+    assert_eq!(
+        texts(&fake.file_at_ref(BRANCH, other_file).unwrap()),
+        vec![(1, "another thread".to_owned())]
+    );
+    // The commit went on the other run's: nothing of it was lost.
+    let head = fake.ref_sha(BRANCH).unwrap();
+    assert_eq!(outcome.commit.as_deref(), Some(head.as_str()));
 }
 
 #[tokio::test]
@@ -227,7 +280,7 @@ async fn github_history_keeps_retrying_while_the_branch_moves_and_lands() {
     let backend = history(&fake);
     let thread = with_base_line(&backend).await;
     // Another writer wins the race ten times in a row: more than any attempt count used to allow.
-    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10);
+    refuse_file_writes(&fake, 409, FILE_CHANGED, 10);
 
     let outcome = backend
         .append(&thread, &[answer("run-1", "late")])
@@ -247,7 +300,7 @@ async fn github_history_gives_up_only_when_its_time_is_up_and_says_so() {
     let fake = FakeGitHub::start();
     let backend = history(&fake).with_append_timeout(Duration::from_millis(300));
     let thread = with_base_line(&backend).await;
-    refuse_ref_updates(&fake, 422, "Update is not a fast forward", 10_000);
+    refuse_file_writes(&fake, 409, FILE_CHANGED, 10_000);
     let started = Instant::now();
 
     let err = backend
@@ -276,7 +329,7 @@ async fn github_history_stops_at_once_on_a_real_error() {
     let fake = FakeGitHub::start();
     let backend = history(&fake);
     let thread = with_base_line(&backend).await;
-    refuse_ref_updates(&fake, 403, "Resource not accessible by integration", 10);
+    refuse_file_writes(&fake, 403, "Resource not accessible by integration", 10);
 
     let err = backend
         .append(&thread, &[answer("run-1", "late")])
@@ -285,10 +338,9 @@ async fn github_history_stops_at_once_on_a_real_error() {
 
     assert!(matches!(err, HistoryError::Backend(_)), "{err}");
     assert_eq!(
-        fake.requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
-            .len(),
+        fake.requests_to("PUT", ISSUE_FILE_PUT).len(),
         1,
-        "one refused attempt (the first append created the ref), no retries"
+        "one refused attempt (the first append created the branch), no retries"
     );
 }
 

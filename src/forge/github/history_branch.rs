@@ -1,8 +1,12 @@
-//! History files on an orphan branch through the git data API: blob → tree → commit → move the
-//! ref without `force`; a file is read through the contents API at the commit the ref names.
-//! When another run moved the branch first (422 "not a fast forward"), the file is read again at
-//! the new tip and our lines are appended after its last `seq`: no line of either run is lost.
-//! The branch is created (an orphan commit) on first use.
+//! History files on an orphan branch. An append is one request: the contents API's
+//! `PUT /contents/{path}` with the blob the file had when we read it, which GitHub checks (409
+//! when the file changed) and commits on whatever the branch's tip is by then, so runs writing
+//! other threads' files do not collide. The git data API (blob → tree → commit → move the ref
+//! without `force`: 422 "not a fast forward" when the branch moved) writes what the contents API
+//! cannot: the branch's first (orphan) commit, a deletion, a file over 1 MB. Either way, when the
+//! file changed under us it is read again and our lines are appended after its last `seq`: no
+//! line of either run is lost. Files are read through the contents API at the commit the ref
+//! names.
 
 use super::client::{Failure, GitHubClient, Op};
 use crate::forge::ForgeError;
@@ -11,6 +15,7 @@ use crate::history::backend::{
 };
 use crate::history::branch_write;
 use crate::history::cas::{BranchFile, Retry, Snapshot, Written};
+use crate::history::object_id::blob_id;
 use crate::history::{Entry, jsonl};
 use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
@@ -48,11 +53,25 @@ pub struct GitHubHistory {
     cache: Mutex<Option<Cached>>,
 }
 
-/// The branch tip: commit and its tree.
+/// The branch tip: commit and its tree, and the blob of the file it was read or written for
+/// (None when that file does not exist there, or the tip was read for no file).
 #[derive(Debug, Clone)]
 pub struct Tip {
     commit: String,
     tree: String,
+    file: Option<String>,
+}
+
+/// The largest file an append sends through the contents API: reading one back through it stops
+/// at 1 MB ("too_large"), and a bigger write goes where the bigger read goes, the git data API.
+const CONTENTS_LIMIT: usize = 1024 * 1024;
+
+/// A history file as the contents API answered for it.
+enum FileAt {
+    Absent,
+    Found(Vec<u8>),
+    /// Over 1 MB: the contents API refuses it ("too_large"); the git data API serves its blob.
+    TooLarge,
 }
 
 struct Cached {
@@ -108,7 +127,11 @@ impl GitHubHistory {
             return Ok(None);
         };
         let tree = self.tree_of(&commit).await?;
-        Ok(Some(Tip { commit, tree }))
+        Ok(Some(Tip {
+            commit,
+            tree,
+            file: None,
+        }))
     }
 
     /// The commit the branch points at; None before the branch exists.
@@ -187,19 +210,22 @@ impl GitHubHistory {
         }
     }
 
-    /// The file at `commit` through the contents API: one request, where walking the trees
-    /// takes one per directory (and one more for the blob). `None`: over 1 MB, which the
-    /// contents API refuses ("too_large"); the git data API serves its blob.
-    async fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
-        let what = format!("reading a history file on `{}`", self.branch);
+    /// `/repos/{owner}/{repo}/contents/{path}`, each segment of `path` escaped.
+    fn contents_route(&self, path: &str) -> String {
         let encoded: Vec<String> = path
             .split('/')
             .filter(|p| !p.is_empty())
             .map(|p| percent_encoding::utf8_percent_encode(p, PATH_SEGMENT).to_string())
             .collect();
-        let route = self
-            .client
-            .repo_path(&format!("/contents/{}", encoded.join("/")));
+        self.client
+            .repo_path(&format!("/contents/{}", encoded.join("/")))
+    }
+
+    /// The file at `commit` through the contents API: one request, where walking the trees
+    /// takes one per directory (and one more for the blob).
+    async fn file_at(&self, commit: &str, path: &str) -> Result<FileAt, ForgeError> {
+        let what = format!("reading a history file on `{}`", self.branch);
+        let route = self.contents_route(path);
         let query = [("ref", commit)];
         let get = self
             .client
@@ -210,12 +236,14 @@ impl GitHubHistory {
             Err(Failure {
                 error: ForgeError::NotFound { .. },
                 ..
-            }) => return Ok(Some(Vec::new())),
+            }) => return Ok(FileAt::Absent),
             Err(Failure {
                 status: 403,
                 message,
                 ..
-            }) if message.to_ascii_lowercase().contains("too large") => return Ok(None),
+            }) if message.to_ascii_lowercase().contains("too large") => {
+                return Ok(FileAt::TooLarge);
+            }
             Err(failure) => return Err(failure.error),
         };
         let field = |name: &str| file.get(name).and_then(Value::as_str);
@@ -225,7 +253,7 @@ impl GitHubHistory {
             )));
         }
         match (field("encoding"), field("content")) {
-            (Some("base64"), Some(content)) => decode_base64(content, &what).map(Some),
+            (Some("base64"), Some(content)) => decode_base64(content, &what).map(FileAt::Found),
             _ => Err(ForgeError::Other(format!(
                 "GitHub answered {what} without the file's content in base64"
             ))),
@@ -244,14 +272,18 @@ impl GitHubHistory {
         // The tree (for the next commit's base) and the file at once: both of that commit.
         let (tree, contents) = tokio::try_join!(self.tree_of(&commit), self.file_at(&commit, path))
             .map_err(backend)?;
-        let bytes = match contents {
-            Some(bytes) => bytes,
-            None => match self.lookup(&tree, path, "blob").await.map_err(backend)? {
-                Some(blob) => self.read_blob(&blob).await.map_err(backend)?,
-                None => Vec::new(),
+        let (bytes, file) = match contents {
+            FileAt::Absent => (Vec::new(), None),
+            FileAt::Found(bytes) => {
+                let blob = blob_id(&bytes);
+                (bytes, Some(blob))
+            }
+            FileAt::TooLarge => match self.lookup(&tree, path, "blob").await.map_err(backend)? {
+                Some(blob) => (self.read_blob(&blob).await.map_err(backend)?, Some(blob)),
+                None => (Vec::new(), None),
             },
         };
-        let tip = Some(Tip { commit, tree });
+        let tip = Some(Tip { commit, tree, file });
         self.remember(path, &bytes, tip.clone());
         Ok((bytes, tip))
     }
@@ -333,7 +365,64 @@ impl GitHubHistory {
         Ok(Tip {
             commit: commit.sha,
             tree: tree_sha,
+            file: bytes.map(blob_id),
         })
+    }
+
+    /// One commit of `bytes` at `path` through the contents API, on whatever the branch's tip
+    /// is, provided the file is still the blob `tip` saw. Repeating it after an answer that got
+    /// lost is safe: the file is then our blob, not the one named, and GitHub refuses (409).
+    async fn put_file(
+        &self,
+        tip: &Tip,
+        path: &str,
+        bytes: &[u8],
+        message: &str,
+    ) -> Result<Written, ForgeError> {
+        let what = format!("committing {path} to `{}`", self.branch);
+        let mut request = json!({
+            "message": message,
+            "content": base64::engine::general_purpose::STANDARD.encode(bytes),
+            "branch": self.branch,
+        });
+        if let Some(file) = &tip.file {
+            request["sha"] = json!(file);
+        }
+        let put = self
+            .client
+            .octocrab()
+            .put::<Value, _, _>(self.contents_route(path), Some(&request));
+        let answer = match self.client.call_with_status(self.op(&what), put).await {
+            Ok(answer) => answer,
+            // The file is another blob than the one we read (409), or it appeared since (422:
+            // "sha" wasn't supplied).
+            Err(Failure {
+                status, message, ..
+            }) if status == 409 || (status == 422 && message.contains("sha")) => {
+                return Ok(Written::Moved(format!(
+                    "{path} changed on `{}` while we wrote ({message})",
+                    self.branch
+                )));
+            }
+            Err(Failure {
+                error: e @ (ForgeError::Server { .. } | ForgeError::Connection { .. }),
+                ..
+            }) => return Ok(Written::Uncertain(e.to_string())),
+            Err(failure) => return Err(failure.error),
+        };
+        let field = |pointer: &str| answer.pointer(pointer).and_then(Value::as_str);
+        let (Some(commit), Some(tree)) = (field("/commit/sha"), field("/commit/tree/sha")) else {
+            return Err(ForgeError::Other(format!(
+                "GitHub answered {what} without the commit it made"
+            )));
+        };
+        let tip = Tip {
+            commit: commit.to_owned(),
+            tree: tree.to_owned(),
+            file: Some(blob_id(bytes)),
+        };
+        self.remember(path, bytes, Some(tip));
+        Ok(Written::Committed(Some(commit.to_owned())))
     }
 
     /// Moves (or creates) the branch to `commit`.
@@ -390,6 +479,14 @@ impl BranchFile for GitHubHistory {
         bytes: Option<&[u8]>,
         message: &str,
     ) -> Result<Written, HistoryError> {
+        if let (Some(tip), Some(bytes)) = (base, bytes)
+            && bytes.len() <= CONTENTS_LIMIT
+        {
+            return self
+                .put_file(tip, path, bytes, message)
+                .await
+                .map_err(backend);
+        }
         let tip = self
             .write_commit(base.as_ref(), path, bytes, message)
             .await

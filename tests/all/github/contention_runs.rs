@@ -1,7 +1,8 @@
 //! Contention between real `replan run` processes (issue 14): 20 runs on different issues
 //! and 5 more on one of them start at once, each with its own checkout and model, and append to
-//! one history — the fake GitHub's `replan-history` branch (a real compare-and-swap on the ref,
-//! 422 "Update is not a fast forward"), or one local directory shared by local runs. Every
+//! one history — the fake GitHub's `replan-history` branch (a real compare-and-swap: on the ref
+//! when the branch is created, 422 "Reference already exists", and on each thread's file, 409
+//! when it changed since it was read), or one local directory shared by local runs. Every
 //! process exits 0, and every run's entries are on the history once, numbered without gaps.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -138,11 +139,19 @@ fn concurrent_replan_processes_on_one_github_history_branch_lose_and_duplicate_n
     });
     assert_exit_0(&outputs);
 
+    // A run that found no branch and lost the race to create it (422 "Reference already
+    // exists"), or whose file changed between its read and its write (409).
     let conflicts = world
         .fake
-        .requests_to("PATCH", "/repos/octo/widgets/git/refs/heads/replan-history")
+        .requests()
         .iter()
-        .filter(|r| r.status == 422)
+        .filter(|r| {
+            (r.method == "POST" && r.path == "/repos/octo/widgets/git/refs" && r.status == 422)
+                || (r.method == "PUT"
+                    && r.path
+                        .starts_with("/repos/octo/widgets/contents/planning_history/")
+                    && r.status == 409)
+        })
         .count();
     assert!(conflicts > 0, "the processes did contend for the branch");
     for number in 1..=DIFFERENT {

@@ -385,24 +385,49 @@ fn github_e2e_the_completion_notice_costs_no_history_commit_of_its_own() {
         .expect("the notice carries its key")
         .to_owned();
     // Each history commit uploads the whole file: the first that holds the completion.
-    let trees = world
-        .fake
-        .requests_to("POST", "/repos/octo/widgets/git/trees");
-    let first = trees
+    let uploads = history_uploads(&world.fake);
+    let first = uploads
         .iter()
-        .position(|r| r.body.contains(r#"\"type\":\"completion\""#))
+        .position(|file| file.contains(r#""type":"completion""#))
         .expect("a commit with the completion");
     assert!(
-        trees[first].body.contains(&key),
+        uploads[first].contains(&key),
         "the notice's key {key} is recorded with the completion or before it"
     );
     // With the notice's record, then run_finished; or, while the last save still pushes, the
     // record alone first and the completion with run_finished.
     assert!(
-        trees.len() - first <= 2,
+        uploads.len() - first <= 2,
         "{} history commits from the completion on",
-        trees.len() - first
+        uploads.len() - first
     );
+}
+
+/// The history file as each history commit uploaded it, in order: inline in a tree (the
+/// branch's first commit) or as the content of a `PUT /contents/…` that landed.
+fn history_uploads(fake: &crate::support::FakeGitHub) -> Vec<String> {
+    use base64::Engine as _;
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.status < 300)
+        .filter_map(|r| {
+            let body: Value = serde_json::from_str(&r.body).ok()?;
+            match (r.method.as_str(), r.path.as_str()) {
+                ("POST", "/repos/octo/widgets/git/trees") => {
+                    body["tree"][0]["content"].as_str().map(String::from)
+                }
+                ("PUT", path)
+                    if path.starts_with("/repos/octo/widgets/contents/planning_history/") =>
+                {
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(body["content"].as_str()?)
+                        .ok()?;
+                    String::from_utf8(bytes).ok()
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 #[test]

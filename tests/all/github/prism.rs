@@ -25,7 +25,7 @@ use crate::support::{ConcurrentChange, FakeGitHub};
 
 /// The request kinds the runs must have sent through Prism, so the check cannot pass by
 /// checking nothing.
-const EXPECTED_KINDS: [&str; 21] = [
+const EXPECTED_KINDS: [&str; 22] = [
     "POST /graphql",
     "GET /repos/{owner}/{repo}/issues/{n}",
     "GET /repos/{owner}/{repo}/issues/{n}/comments",
@@ -40,6 +40,7 @@ const EXPECTED_KINDS: [&str; 21] = [
     "GET /repos/{owner}/{repo}/git/trees/{sha}",
     "GET /repos/{owner}/{repo}/git/blobs/{sha}",
     "GET /repos/{owner}/{repo}/contents/{path}",
+    "PUT /repos/{owner}/{repo}/contents/{path}",
     "POST /repos/{owner}/{repo}/git/blobs",
     "POST /repos/{owner}/{repo}/git/trees",
     "POST /repos/{owner}/{repo}/git/commits",
@@ -245,8 +246,8 @@ async fn client_calls(fake: &FakeGitHub, api_url: &str) {
     assert_eq!(forge.open_pull_request(&request).await.unwrap(), first);
     forge.find_pull_request("no-such-key").await.unwrap();
 
-    // The history branch: bytes that are not UTF-8 go as a base64 blob, a moved ref is a 422
-    // and a retry, a rewrite replaces the file and an empty one deletes it.
+    // The history branch: an append is one PUT of the file (bytes that are not UTF-8 too); a
+    // file that changed under it is a 409 and a retry; a rewrite replaces the file.
     let history = GitHubHistory::new(client, "prism-history", "planning_history");
     let path = thread.history_path("planning_history");
     let good = jsonl::to_line(&Entry {
@@ -258,18 +259,37 @@ async fn client_calls(fake: &FakeGitHub, api_url: &str) {
     fake.commit_file_bytes("prism-history", &path, &old);
     history.load(&thread).await.unwrap();
     history.append(&thread, &[entry("binary")]).await.unwrap();
+    let other = jsonl::to_line(&Entry {
+        seq: 90,
+        ..entry("another run")
+    });
+    fake.advance_ref_before_next_update(
+        "prism-history",
+        &path,
+        ConcurrentChange::Append(format!("{other}\n")),
+    );
+    let moved = history.append(&thread, &[entry("moved")]).await.unwrap();
+    assert_eq!(moved.conflicts, 1);
+    history.threads().await.unwrap();
+    // Over 1 MB the contents API refuses the file: the blob is read, and an append (not UTF-8
+    // here) goes as a base64 blob, a tree, a commit and a ref move, which meets a moved ref.
+    let mut big = format!("{good}\n")
+        .repeat(1024 * 1024 / good.len() + 1)
+        .into_bytes();
+    big.extend_from_slice(&old);
+    fake.commit_file_bytes("prism-history", &path, &big);
+    let lines = big.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(
+        history.load(&thread).await.unwrap().text.lines().count(),
+        lines
+    );
     fake.advance_ref_before_next_update(
         "prism-history",
         &path,
         ConcurrentChange::Append(String::new()),
     );
-    let moved = history.append(&thread, &[entry("moved")]).await.unwrap();
+    let moved = history.append(&thread, &[entry("big")]).await.unwrap();
     assert_eq!(moved.conflicts, 1);
-    history.threads().await.unwrap();
-    // Over 1 MB the contents API refuses the file and the blob is read.
-    let big = format!("{good}\n").repeat(1024 * 1024 / good.len() + 1);
-    fake.commit_file("prism-history", &path, &big);
-    assert_eq!(history.load(&thread).await.unwrap().text, big);
     history
         .rewrite(&thread, &format!("{good}\n"))
         .await

@@ -55,6 +55,9 @@ pub fn route(
             }
         }
         ("GET", ["contents", path @ ..]) => contents(state, request, &path.join("/")),
+        ("PUT", ["contents", path @ ..]) if !path.is_empty() => {
+            put_contents(state, request, &path.join("/"))
+        }
         _ => not_found(),
     }
 }
@@ -433,6 +436,107 @@ fn resolve_commitish(state: &State, name: &str) -> Option<String> {
         .iter()
         .find_map(|candidate| state.refs.get(candidate).cloned())
         .or_else(|| state.objects.commit(name).map(|_| name.to_string()))
+}
+
+/// Create or update one file as a commit on the branch's tip, as GitHub does: the file's current
+/// blob sha must be named when the file exists (422 without it, 409 when it is another blob), and
+/// the branch must exist. Other files may have changed since the caller read the branch: the
+/// commit goes on whatever the tip is (GitHub's compare-and-swap is on the file, not the ref).
+fn put_contents(state: &mut State, request: &FakeRequest, path: &str) -> FakeResponse {
+    let body = match body_of(request) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let Some(message) = body.get("message").and_then(Value::as_str) else {
+        return missing("message");
+    };
+    let Some(content) = body.get("content").and_then(Value::as_str) else {
+        return missing("content");
+    };
+    let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(compact) else {
+        return error(422, "Invalid Base64 content");
+    };
+    let branch = body
+        .get("branch")
+        .and_then(Value::as_str)
+        .map_or_else(|| state.default_branch.clone(), String::from);
+    let git_ref = branch_ref(&branch);
+    if !state.refs.contains_key(&git_ref) {
+        return error(404, &format!("Branch {branch} not found"));
+    }
+    state.run_ref_hooks(&git_ref);
+    let head = state.refs[&git_ref].clone();
+    let tree = state
+        .objects
+        .commit(&head)
+        .expect("ref points at a commit")
+        .tree
+        .clone();
+    let current = state.objects.entry_at(&tree, path);
+    let named = body.get("sha").and_then(Value::as_str);
+    match (&current, named) {
+        (Some(entry), _) if entry.kind() != "blob" => {
+            return error(422, &format!("{path} is not a file"));
+        }
+        (Some(_), None) => return missing("sha"),
+        (Some(entry), Some(sha)) if entry.sha != sha => {
+            return error(409, &format!("{path} does not match {sha}"));
+        }
+        (None, Some(sha)) => return error(409, &format!("{path} does not match {sha}")),
+        _ => {}
+    }
+    let mode = current
+        .as_ref()
+        .map_or("100644".to_string(), |e| e.mode.clone());
+    let blob = state.objects.insert(GitObject::Blob(bytes.clone()));
+    let mut leaves = state.objects.flatten(&tree);
+    leaves.insert(
+        path.to_string(),
+        Leaf {
+            mode,
+            sha: blob.clone(),
+        },
+    );
+    let new_tree = state.objects.build_tree(&leaves);
+    let author = match signature(state, body.get("author")) {
+        Ok(author) => author,
+        Err(message) => return error(422, &message),
+    };
+    let committer = match body.get("committer") {
+        Some(value) => match signature(state, Some(value)) {
+            Ok(committer) => committer,
+            Err(message) => return error(422, &message),
+        },
+        None => author.clone(),
+    };
+    let commit = Commit {
+        tree: new_tree,
+        parents: vec![head],
+        author,
+        committer,
+        message: message.to_string(),
+    };
+    let sha = state.objects.insert(GitObject::Commit(commit.clone()));
+    state.refs.insert(git_ref, sha.clone());
+    let repo_url = format!("{}/repos/{}", state.base_url, state.full_name());
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let file = json!({
+        "type": "file",
+        "name": name,
+        "path": path,
+        "sha": blob,
+        "size": bytes.len(),
+        "url": format!("{repo_url}/contents/{path}?ref={branch}"),
+        "git_url": object_url(state, "blobs", &blob),
+        "html_url": format!("https://github.com/{}/blob/{branch}/{path}", state.full_name()),
+        "download_url": format!("https://raw.githubusercontent.com/{}/{branch}/{path}", state.full_name()),
+    });
+    let status = if current.is_some() { 200 } else { 201 };
+    FakeResponse::json(
+        status,
+        &json!({ "content": file, "commit": commit_json(state, &sha, &commit) }),
+    )
 }
 
 /// The contents API answers a file only up to 1 MB (with the default media type); beyond that
