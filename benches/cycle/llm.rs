@@ -1,4 +1,5 @@
-//! A zero-latency scripted LLM on 127.0.0.1 (OpenAI wire format) for the benchmark.
+//! A scripted LLM on 127.0.0.1 (OpenAI wire format) for the benchmark: zero latency, or a fixed
+//! latency per answer to see which of the cycle's work the model's time hides.
 //!
 //! The test suite's `support::llm_server` hands out each scenario step once and scans every
 //! unused step per request; over a 100-subtask cycle that scan costs more than the cycle itself.
@@ -39,6 +40,17 @@ pub struct ScriptedLlm {
 
 impl ScriptedLlm {
     pub fn start(scenario: Scenario, dynamic: Option<Dynamic>) -> Self {
+        Self::answering_after(Duration::ZERO, scenario, dynamic)
+    }
+
+    /// Each answer is sent `latency` after its request arrived (the server's one thread sleeps:
+    /// the bench's calls come one at a time); the latency counts as the server's time in
+    /// [`ScriptedLlm::take`].
+    pub fn answering_after(
+        latency: Duration,
+        scenario: Scenario,
+        dynamic: Option<Dynamic>,
+    ) -> Self {
         let log = Arc::new(Mutex::new(Log::default()));
         let seen = log.clone();
         let steps = scenario.steps;
@@ -73,7 +85,13 @@ impl ScriptedLlm {
                 body,
                 reply_chars,
             });
-            log.handler_time += start.elapsed();
+            drop(log);
+            // Slept here, not by the server's timer (which rounds up to its millisecond ticks),
+            // and measured, so the time subtracted is the time the answer really took.
+            if !latency.is_zero() {
+                std::thread::sleep(latency.saturating_sub(start.elapsed()));
+            }
+            seen.lock().unwrap_or_else(|e| e.into_inner()).handler_time += start.elapsed();
             response
         }));
         ScriptedLlm { server, log }
