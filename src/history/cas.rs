@@ -1,6 +1,7 @@
-//! The one compare-and-swap loop of every history branch (GitHub git data API, GitLab commits
-//! API, local `git`): read the thread's file at the head, apply the change, write it against that
-//! head; when another run moved the branch first, read again and re-apply on the new head.
+//! The one compare-and-swap loop of every history branch (GitHub contents and git data APIs,
+//! GitLab commits API, local `git`): read the thread's file at the head, apply the change, write it
+//! against that head (or, on GitHub, against the file's blob); when another run moved the branch
+//! or changed the file first, read again and re-apply on the new head.
 //!
 //! The loop never gives up while the branch merely moves: it waits a jittered, doubling pause and
 //! tries again until [`Retry::timeout`] has passed (20 concurrent runs make hundreds of

@@ -1,5 +1,5 @@
 //! GitHub: octocrab's typed API over our HTTP layer (`client.rs`, `transport.rs`), the [`Forge`]
-//! implementation, the history branch through the git data API, and pull requests.
+//! implementation, the history branch through the contents and git data APIs, and pull requests.
 //!
 //! [`Forge`]: crate::forge::Forge
 
