@@ -9,6 +9,7 @@
 
 mod ci;
 mod context;
+mod early_history;
 mod github;
 mod gitlab;
 mod local;

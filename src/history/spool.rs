@@ -97,6 +97,16 @@ impl Drop for Spool {
     }
 }
 
+/// Whether `dir` holds a spool file (of a killed run, or of a live one) that [`replay`] would look
+/// at: a run reads the thread only after committing those.
+pub fn has_spool_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|listing| {
+        listing
+            .flatten()
+            .any(|item| item.path().extension().is_some_and(|e| e == "jsonl"))
+    })
+}
+
 /// Commit the entries that runs killed on this machine left in `dir`, before anything else reads
 /// the thread: lines already on the history (a commit that landed just before the kill) are not
 /// written again. Returns how many entries were committed. A spool another live run holds is

@@ -4,6 +4,7 @@ use super::context::{
     Connection, Ctx, load_thread, notice_effects, recorded_forge, recorded_history, redact_fn,
     replay_spool, start_rules,
 };
+use super::early_history;
 use super::thread::{cycle_on_thread, finish};
 use crate::app::exit::{CliError, Exit};
 use crate::app::gating::{self, Verdict};
@@ -63,15 +64,23 @@ pub(super) async fn ci_run(
         "trigger"
     );
     let refetch = !is_review_comment(&trigger);
-    let mut verdict = gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
-    if verdict == Verdict::Go {
-        let decision = gate(&ctx, &trigger, forge.as_ref()).await;
-        verdict = gating::refused(
-            decision,
-            &trigger.request,
-            ctx.config.gate.reply_to_outsiders,
-        );
-    }
+    let thread = trigger
+        .thread
+        .filter(|_| !matches!(trigger.request, Request::Sweep));
+    let gated = async {
+        let mut verdict =
+            gating::current_comment(&mut trigger, forge.as_ref(), &rules, refetch).await;
+        if verdict == Verdict::Go {
+            let decision = gate(&ctx, &trigger, forge.as_ref()).await;
+            verdict = gating::refused(
+                decision,
+                &trigger.request,
+                ctx.config.gate.reply_to_outsiders,
+            );
+        }
+        verdict
+    };
+    let (verdict, early) = tokio::join!(gated, early_history::read(&ctx, thread, &backend));
     ctx.workflow.end_group();
     if verdict != Verdict::Go {
         return not_acting(forge.as_ref(), trigger.thread, verdict).await;
@@ -89,7 +98,11 @@ pub(super) async fn ci_run(
     redactor.add_secrets(known_secrets(&ctx.env, Some(&ctx.config)));
     ctx.workflow.mask(&redactor.current());
 
-    let backend = recorded_history(&ctx, backend(&ctx.config));
+    let early = early.and_then(|early| early.for_config(&ctx.config));
+    let backend = match &early {
+        Some((backend, _)) => backend.clone(),
+        None => recorded_history(&ctx, backend(&ctx.config)),
+    };
     let bot_login = match trigger.forge {
         ForgeKind::GitLab => ctx.config.gitlab.bot_login.clone(),
         _ => ctx.config.github.bot_login.clone(),
@@ -122,9 +135,14 @@ pub(super) async fn ci_run(
     let closed = gating::is_closed(&mut trigger, &thread, forge.as_ref())
         .await
         .map_err(|e| CliError::failure(format!("could not read {thread}: {e}")))?;
-    let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
-    replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
-    let history = load_thread(backend.as_ref(), &thread).await?;
+    let history = match early {
+        Some((_, history)) => history,
+        None => {
+            let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
+            replay_spool(backend.as_ref(), &thread, spool.as_deref()).await?;
+            load_thread(backend.as_ref(), &thread).await?
+        }
+    };
     let verdict = if closed {
         gating::closed_thread(&trigger.request, &thread)
     } else {

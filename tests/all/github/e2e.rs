@@ -552,6 +552,97 @@ fn github_e2e_the_cycle_does_not_wait_for_the_reaction() {
     assert_eq!(world.outputs()["status"], "completed");
 }
 
+/// The thread's history is read while the gate looks up the actor's permission: with each of
+/// the two taking `slow`, the plan is asked for after about one of them, not both.
+#[test]
+fn github_e2e_the_history_is_read_while_the_gate_asks_for_the_permission() {
+    let world = World::new("");
+    let number = world.alices_issue("Add a hello file", "Please.");
+    let slow = Duration::from_secs(3);
+    world.fake.push_fault(Fault::slow(
+        "GET",
+        "/repos/octo/widgets/collaborators/alice/permission",
+        slow,
+    ));
+    world.fake.push_fault(Fault::slow(
+        "GET",
+        &format!("/repos/octo/widgets/git/ref/heads/{BRANCH}"),
+        slow,
+    ));
+    let payload = world.issue_opened(number, "alice");
+    let started = Instant::now();
+    let mut child = world
+        .command(&world.env("issues", &payload))
+        .arg("run")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while world.llm.requests().is_empty() && started.elapsed() < slow * 4 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let planning_asked_after = started.elapsed();
+    let status = child.wait().unwrap();
+
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        world.fake.pending_faults(),
+        0,
+        "both slow answers were given"
+    );
+    assert!(
+        planning_asked_after < slow * 5 / 3,
+        "the model was asked for the plan {planning_asked_after:?} after the start: the permission and the history took {slow:?} each, one after the other"
+    );
+    assert_eq!(world.outputs()["status"], "completed");
+}
+
+/// The history read beside the gate used the config before the actor's remote layer; when that
+/// layer moves the history to another branch, the run reads and writes that branch.
+#[test]
+fn github_e2e_a_per_user_config_that_moves_the_history_is_followed() {
+    let world = World::new("");
+    let number = world.alices_issue("Add a hello file", "Please.");
+    let moved = "replan-history-alice";
+    let user_config = crate::support::server::TestServer::start(std::sync::Arc::new(|_| {
+        crate::support::server::FakeResponse::json(
+            200,
+            &json!({ "status": "success", "data": { "history": { "branch": "replan-history-alice" } } }),
+        )
+    }));
+    let payload = world.issue_opened(number, "alice");
+    let mut env = world.env("issues", &payload);
+    env.insert(
+        "REPLAN_USER_CONFIG_API__URL".into(),
+        format!("{}/user-config", user_config.base_url()),
+    );
+
+    let output = world.run(&env);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let path = format!("planning_history/issues/{number}.jsonl");
+    let history = world.fake.file_at_ref(moved, &path).unwrap_or_default();
+    let types: Vec<String> = jsonl::parse(&history)
+        .entries
+        .iter()
+        .map(|e| e.body.type_name().to_owned())
+        .collect();
+    assert_eq!(
+        types.first().map(String::as_str),
+        Some("run_started"),
+        "{types:?}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("run_finished"),
+        "{types:?}"
+    );
+    assert!(
+        world.fake.file_at_ref(BRANCH, &path).is_none(),
+        "nothing on the branch the config before the gate named"
+    );
+}
+
 #[test]
 fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
     let world = World::new("");
