@@ -529,19 +529,7 @@ fn github_e2e_the_cycle_does_not_wait_for_the_reaction() {
         slow,
     ));
     let payload = world.issue_opened(number, "alice");
-    let started = Instant::now();
-    let mut child = world
-        .command(&world.env("issues", &payload))
-        .arg("run")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    while world.llm.requests().is_empty() && started.elapsed() < slow * 2 {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let planning_asked_after = started.elapsed();
-    let status = child.wait().unwrap();
+    let (planning_asked_after, status) = time_to_first_model_call(&world, &payload, slow * 2);
 
     assert_eq!(status.code(), Some(0));
     assert!(
@@ -570,19 +558,7 @@ fn github_e2e_the_history_is_read_while_the_gate_asks_for_the_permission() {
         slow,
     ));
     let payload = world.issue_opened(number, "alice");
-    let started = Instant::now();
-    let mut child = world
-        .command(&world.env("issues", &payload))
-        .arg("run")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    while world.llm.requests().is_empty() && started.elapsed() < slow * 4 {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let planning_asked_after = started.elapsed();
-    let status = child.wait().unwrap();
+    let (planning_asked_after, status) = time_to_first_model_call(&world, &payload, slow * 4);
 
     assert_eq!(status.code(), Some(0));
     assert_eq!(
@@ -682,6 +658,28 @@ fn github_e2e_two_runs_committing_at_once_lose_no_entry() {
         seqs.len(),
         "sequence numbers stay unique: {seqs:?}"
     );
+}
+
+/// Runs `replan run` on `payload` and measures how long it took to make its first model call
+/// (waiting at most `limit`); the run's exit status once it ends.
+fn time_to_first_model_call(
+    world: &World,
+    payload: &Path,
+    limit: Duration,
+) -> (Duration, std::process::ExitStatus) {
+    let started = Instant::now();
+    let mut child = world
+        .command(&world.env("issues", payload))
+        .arg("run")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while world.llm.requests().is_empty() && started.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let asked_after = started.elapsed();
+    (asked_after, child.wait().unwrap())
 }
 
 pub(super) fn comment_by(world: &World, number: u64, author: &str, body: &str) -> PathBuf {

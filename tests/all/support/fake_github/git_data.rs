@@ -319,26 +319,36 @@ fn create_commit(state: &mut State, request: &FakeRequest) -> FakeResponse {
     {
         return error(422, "Parent SHA does not exist or is not a commit object");
     }
-    let author = match signature(state, body.get("author")) {
-        Ok(author) => author,
-        Err(message) => return error(422, &message),
+    let (sha, commit) = match store_commit(state, &body, tree.to_string(), parents, message) {
+        Ok(stored) => stored,
+        Err(response) => return response,
     };
+    FakeResponse::json(201, &commit_json(state, &sha, &commit))
+}
+
+/// A commit of `tree` with the request's `author` and `committer` (the token's user when not
+/// given, the author when only it is), stored; its id and the commit.
+fn store_commit(
+    state: &mut State,
+    body: &Value,
+    tree: String,
+    parents: Vec<String>,
+    message: &str,
+) -> Result<(String, Commit), FakeResponse> {
+    let author = signature(state, body.get("author")).map_err(|m| error(422, &m))?;
     let committer = match body.get("committer") {
-        Some(value) => match signature(state, Some(value)) {
-            Ok(committer) => committer,
-            Err(message) => return error(422, &message),
-        },
+        Some(value) => signature(state, Some(value)).map_err(|m| error(422, &m))?,
         None => author.clone(),
     };
     let commit = Commit {
-        tree: tree.to_string(),
+        tree,
         parents,
         author,
         committer,
         message: message.to_string(),
     };
     let sha = state.objects.insert(GitObject::Commit(commit.clone()));
-    FakeResponse::json(201, &commit_json(state, &sha, &commit))
+    Ok((sha, commit))
 }
 
 fn commit_json(state: &State, sha: &str, commit: &Commit) -> Value {
@@ -499,25 +509,10 @@ fn put_contents(state: &mut State, request: &FakeRequest, path: &str) -> FakeRes
         },
     );
     let new_tree = state.objects.build_tree(&leaves);
-    let author = match signature(state, body.get("author")) {
-        Ok(author) => author,
-        Err(message) => return error(422, &message),
+    let (sha, commit) = match store_commit(state, &body, new_tree, vec![head], message) {
+        Ok(stored) => stored,
+        Err(response) => return response,
     };
-    let committer = match body.get("committer") {
-        Some(value) => match signature(state, Some(value)) {
-            Ok(committer) => committer,
-            Err(message) => return error(422, &message),
-        },
-        None => author.clone(),
-    };
-    let commit = Commit {
-        tree: new_tree,
-        parents: vec![head],
-        author,
-        committer,
-        message: message.to_string(),
-    };
-    let sha = state.objects.insert(GitObject::Commit(commit.clone()));
     state.refs.insert(git_ref, sha.clone());
     let repo_url = format!("{}/repos/{}", state.base_url, state.full_name());
     let name = path.rsplit('/').next().unwrap_or(path);
