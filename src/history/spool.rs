@@ -100,11 +100,17 @@ impl Drop for Spool {
 /// Whether `dir` holds a spool file (of a killed run, or of a live one) that [`replay`] would look
 /// at: a run reads the thread only after committing those.
 pub fn has_spool_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|listing| {
-        listing
-            .flatten()
-            .any(|item| item.path().extension().is_some_and(|e| e == "jsonl"))
-    })
+    spool_files(dir).next().is_some()
+}
+
+/// The spool files in `dir` (none when it cannot be read).
+fn spool_files(dir: &Path) -> impl Iterator<Item = std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|item| item.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
 }
 
 /// Commit the entries that runs killed on this machine left in `dir`, before anything else reads
@@ -116,19 +122,12 @@ pub async fn replay(
     thread: &ThreadRef,
     dir: &Path,
 ) -> Result<usize, HistoryError> {
-    let Ok(listing) = std::fs::read_dir(dir) else {
-        return Ok(0);
-    };
     let io = |what: &Path, source| HistoryError::Io {
         what: what.display().to_string(),
         source,
     };
     let mut committed = 0;
-    for item in listing.flatten() {
-        let path = item.path();
-        if path.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for path in spool_files(dir) {
         let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
             continue;
         };
