@@ -370,15 +370,16 @@ impl GitHubHistory {
     }
 
     /// One commit of `bytes` at `path` through the contents API, on whatever the branch's tip
-    /// is, provided the file is still the blob `tip` saw. Repeating it after an answer that got
-    /// lost is safe: the file is then our blob, not the one named, and GitHub refuses (409).
+    /// is, provided the file is still the blob `tip` saw; the new tip when it landed. Repeating
+    /// it after an answer that got lost is safe: the file is then our blob, not the one named,
+    /// and GitHub refuses (409).
     async fn put_file(
         &self,
         tip: &Tip,
         path: &str,
         bytes: &[u8],
         message: &str,
-    ) -> Result<Written, ForgeError> {
+    ) -> Result<(Written, Option<Tip>), ForgeError> {
         let what = format!("committing {path} to `{}`", self.branch);
         let mut request = json!({
             "message": message,
@@ -399,15 +400,16 @@ impl GitHubHistory {
             Err(Failure {
                 status, message, ..
             }) if status == 409 || (status == 422 && message.contains("sha")) => {
-                return Ok(Written::Moved(format!(
+                let why = format!(
                     "{path} changed on `{}` while we wrote ({message})",
                     self.branch
-                )));
+                );
+                return Ok((Written::Moved(why), None));
             }
             Err(Failure {
                 error: e @ (ForgeError::Server { .. } | ForgeError::Connection { .. }),
                 ..
-            }) => return Ok(Written::Uncertain(e.to_string())),
+            }) => return Ok((Written::Uncertain(e.to_string()), None)),
             Err(failure) => return Err(failure.error),
         };
         let field = |pointer: &str| answer.pointer(pointer).and_then(Value::as_str);
@@ -421,8 +423,7 @@ impl GitHubHistory {
             tree: tree.to_owned(),
             file: Some(blob_id(bytes)),
         };
-        self.remember(path, bytes, Some(tip));
-        Ok(Written::Committed(Some(commit.to_owned())))
+        Ok((Written::Committed(Some(commit.to_owned())), Some(tip)))
     }
 
     /// Moves (or creates) the branch to `commit`.
@@ -479,23 +480,24 @@ impl BranchFile for GitHubHistory {
         bytes: Option<&[u8]>,
         message: &str,
     ) -> Result<Written, HistoryError> {
-        if let (Some(tip), Some(bytes)) = (base, bytes)
-            && bytes.len() <= CONTENTS_LIMIT
-        {
-            return self
+        let (written, tip) = match (base, bytes) {
+            (Some(tip), Some(bytes)) if bytes.len() <= CONTENTS_LIMIT => self
                 .put_file(tip, path, bytes, message)
                 .await
-                .map_err(backend);
-        }
-        let tip = self
-            .write_commit(base.as_ref(), path, bytes, message)
-            .await
-            .map_err(backend)?;
-        let written = self
-            .move_branch(base.as_ref(), &tip.commit)
-            .await
-            .map_err(backend)?;
-        if let Written::Committed(_) = written {
+                .map_err(backend)?,
+            _ => {
+                let tip = self
+                    .write_commit(base.as_ref(), path, bytes, message)
+                    .await
+                    .map_err(backend)?;
+                let written = self
+                    .move_branch(base.as_ref(), &tip.commit)
+                    .await
+                    .map_err(backend)?;
+                (written, Some(tip))
+            }
+        };
+        if let (Written::Committed(_), Some(tip)) = (&written, tip) {
             self.remember(path, bytes.unwrap_or_default(), Some(tip));
         }
         Ok(written)
