@@ -119,13 +119,12 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
         let mut cpu = Samples::default();
         let (mut trips, mut forge_requests) = (0, 0);
         for rep in 0..reps {
-            let (number, payload) = world.new_issue("Write the notes", "One notes file per step.");
-            let env = world.env(&llm, &payload);
-            world.fake.clear_requests();
-            world.reset_workspace();
-            let result = world.run(&env);
-            let (requests, unmatched, handler) = llm.take();
-            check_completed(&result, n, &unmatched);
+            let CycleRun {
+                number,
+                result,
+                requests,
+                model_ms,
+            } = run_cycle(&mut world, &llm, Path::new(world::REPLAN), n);
             assert!(
                 rep == 0 || requests.len() == trips,
                 "every repetition makes the same LLM requests ({} then {})",
@@ -134,7 +133,7 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
             );
             wall.push(ms(result.wall));
             cpu.push(ms(result.cpu));
-            net.push(ms(result.wall) - ms(handler));
+            net.push(ms(result.wall) - model_ms);
             rss = rss.max(result.max_rss_kib);
             trips = requests.len();
             forge_requests = world.fake.requests().len();
@@ -199,14 +198,9 @@ fn interleaved_cycle20(other: &Path, pairs: usize) {
     let mut cpu = [Samples::default(), Samples::default()];
     for _ in 0..pairs {
         for (i, binary) in binaries.iter().enumerate() {
-            let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
-            let env = world.env(&llm, &payload);
-            world.reset_workspace();
-            let result = world.run_binary(binary, &env);
-            let (_, unmatched, handler) = llm.take();
-            check_completed(&result, 20, &unmatched);
-            net[i].push(ms(result.wall) - ms(handler));
-            cpu[i].push(ms(result.cpu));
+            let run = run_cycle(&mut world, &llm, binary, 20);
+            net[i].push(ms(run.result.wall) - run.model_ms);
+            cpu[i].push(ms(run.result.cpu));
         }
     }
     for (i, binary) in binaries.iter().enumerate() {
@@ -247,15 +241,10 @@ fn model_latency_cycle20(quick: bool) {
     let (mut wall, mut net, mut model, mut trips) =
         (Samples::default(), Samples::default(), 0.0, 0);
     for _ in 0..runs {
-        let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
-        let env = world.env(&llm, &payload);
-        world.reset_workspace();
-        let result = world.run(&env);
-        let (requests, unmatched, handler) = llm.take();
-        check_completed(&result, 20, &unmatched);
-        wall.push(ms(result.wall));
-        net.push(ms(result.wall) - ms(handler));
-        (model, trips) = (ms(handler), requests.len());
+        let run = run_cycle(&mut world, &llm, Path::new(world::REPLAN), 20);
+        wall.push(ms(run.result.wall));
+        net.push(ms(run.result.wall) - run.model_ms);
+        (model, trips) = (run.model_ms, run.requests.len());
     }
     println!(
         "| {runs} | {trips} | {:.1} | {model:.1} | {:.1} ({:.1}) |",
@@ -264,6 +253,33 @@ fn model_latency_cycle20(quick: bool) {
         net.min()
     );
     println!();
+}
+
+/// One run of the synthetic cycle, as the cycle rows, the A/B and the latency row make it.
+struct CycleRun {
+    number: u64,
+    result: world::RunResult,
+    requests: Vec<llm::Recorded>,
+    /// The time the model's server spent answering (subtracted for "wall minus LLM").
+    model_ms: f64,
+}
+
+/// `binary` runs the `n`-subtask cycle on a new issue, from the initial commit, with the forge's
+/// request log cleared first; the run must complete.
+fn run_cycle(world: &mut World, llm: &ScriptedLlm, binary: &Path, n: usize) -> CycleRun {
+    let (number, payload) = world.new_issue("Write the notes", "One notes file per step.");
+    let env = world.env(llm, &payload);
+    world.fake.clear_requests();
+    world.reset_workspace();
+    let result = world.run_binary(binary, &env);
+    let (requests, unmatched, handler) = llm.take();
+    check_completed(&result, n, &unmatched);
+    CycleRun {
+        number,
+        result,
+        requests,
+        model_ms: ms(handler),
+    }
 }
 
 fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {
