@@ -110,8 +110,13 @@ impl WorkBranchReporter {
             return;
         };
         let (repo, name) = (self.workspace.clone(), work_branch(&self.thread));
+        let publisher = self.publisher.clone();
         runtime.spawn(async move {
-            let opened = tokio::task::spawn_blocking(move || Snapshots::open(&repo, &name)).await;
+            let opened = tokio::task::spawn_blocking(move || {
+                publisher.prepare(&repo);
+                Snapshots::open(&repo, &name)
+            })
+            .await;
             if let Ok(Ok(snapshots)) = opened {
                 saved.1 = Some(snapshots);
             }
@@ -227,14 +232,15 @@ impl WorkBranchReporter {
         commit: &str,
     ) -> (Option<Snapshots>, Result<(), String>) {
         let branch = work_branch(&self.thread);
+        let outgoing = snapshots.take_outgoing();
         let (repo, name, id) = (self.workspace.clone(), branch.clone(), commit.to_owned());
         let advance = tokio::task::spawn_blocking(move || {
             let moved = snapshots.advance(&repo, &name, &id);
             (snapshots, moved)
         });
-        let push = self
-            .publisher
-            .publish_commit(&self.workspace, commit, &branch);
+        let push =
+            self.publisher
+                .publish_commit(&self.workspace, commit, &branch, outgoing.as_ref());
         let (advanced, pushed) = if self.publisher.pushes_commits() {
             tokio::join!(advance, push)
         } else {
@@ -245,7 +251,10 @@ impl WorkBranchReporter {
             }
         };
         let snapshots = match advanced {
-            Ok((snapshots, Ok(()))) => Some(snapshots),
+            Ok((mut snapshots, Ok(()))) => {
+                snapshots.pushed(pushed.is_ok());
+                Some(snapshots)
+            }
             Ok((_, Err(e))) => {
                 return (
                     None,

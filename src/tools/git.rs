@@ -4,9 +4,12 @@
 //! index and the working tree stay exactly as they were: the run can go on editing and testing
 //! after a pull request was opened.
 
+use super::git_wire::{Outgoing, PushSettings, Remote};
+use super::remote_objects::{RemoteObjects, TreeObjects, tree_objects};
 use super::{ToolError, ToolErrorKind};
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Who commits the changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,16 +56,21 @@ pub trait Publisher: Send + Sync {
         false
     }
 
-    /// Make `commit` the forge's `branch` (a fast-forward). Publishers that do not push commits
-    /// publish the local branch, which must already point at `commit`.
+    /// Make `commit` the forge's `branch` (a fast-forward), sending `outgoing` without
+    /// `git push` where the publisher can. Publishers that do not push commits publish the
+    /// local branch, which must already point at `commit`.
     async fn publish_commit(
         &self,
         repo: &Path,
         _commit: &str,
         branch: &str,
+        _outgoing: Option<&Outgoing>,
     ) -> Result<(), ToolError> {
         self.publish(repo, branch).await
     }
+
+    /// Find out ahead of the first push how it reaches the remote (blocking: asks git).
+    fn prepare(&self, _repo: &Path) {}
 }
 
 /// `<source>:refs/heads/<branch>` (the source a local branch or a commit id), forced with `+`
@@ -79,6 +87,20 @@ fn local_branch(branch: &str) -> String {
 /// How a publisher runs `git push` with one refspec (blocking: called on a worker thread).
 trait GitPush: Clone + Send + Sync + 'static {
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError>;
+
+    /// Where the push goes when it can do without `git push` (blocking; see [`Remote::resolve`]).
+    fn remote(&self, repo: &Path) -> Option<Remote>;
+
+    /// The publisher's memory of [`GitPush::remote`]: asked once per run.
+    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>>;
+}
+
+/// [`GitPush::remote`], asked once.
+fn remote_of<P: GitPush>(pusher: &P, repo: &Path) -> Option<Remote> {
+    pusher
+        .resolved()
+        .get_or_init(|| pusher.remote(repo))
+        .clone()
 }
 
 /// Push `source` (a local branch or a commit id) to `branch` on a worker thread.
@@ -115,16 +137,57 @@ impl<P: GitPush> Publisher for P {
         repo: &Path,
         commit: &str,
         branch: &str,
+        outgoing: Option<&Outgoing>,
     ) -> Result<(), ToolError> {
+        if let Some(outgoing) = outgoing.filter(|o| o.commit == commit) {
+            let remote = match self.resolved().get() {
+                Some(known) => known.clone(),
+                None => {
+                    let (pusher, dir) = (self.clone(), repo.to_path_buf());
+                    tokio::task::spawn_blocking(move || remote_of(&pusher, &dir))
+                        .await
+                        .ok()
+                        .flatten()
+                }
+            };
+            if let Some(remote) = remote {
+                match remote.push(branch, outgoing).await {
+                    Ok(()) => return Ok(()),
+                    Err(why) => tracing::debug!("pushing `{branch}` is left to git: {why}"),
+                }
+            }
+        }
         push(self, repo, commit, branch, false).await
+    }
+
+    fn prepare(&self, repo: &Path) {
+        remote_of(self, repo);
     }
 }
 
 /// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
-#[derive(Clone)]
-pub struct GitPushPublisher;
+#[derive(Clone, Default)]
+pub struct GitPushPublisher {
+    resolved: Arc<std::sync::OnceLock<Option<Remote>>>,
+}
 
 impl GitPush for GitPushPublisher {
+    fn remote(&self, repo: &Path) -> Option<Remote> {
+        let settings = PushSettings::read(repo)?;
+        let url = match settings.origin_push_url() {
+            Some(url) => url,
+            // Rewritten or several URLs: git says where it pushes (one URL, or not ours).
+            None => git(repo, &["remote", "get-url", "--push", "origin"], &[])
+                .ok()
+                .filter(|url| !url.contains('\n'))?,
+        };
+        Remote::resolve(repo, &settings, &url, Vec::new())
+    }
+
+    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>> {
+        &self.resolved
+    }
+
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
         match git(repo, &["push", "--quiet", "origin", refspec], &[]) {
             Ok(_) => Ok(()),
@@ -143,6 +206,7 @@ impl GitPush for GitPushPublisher {
 pub struct TokenPushPublisher {
     url: String,
     header: String,
+    resolved: Arc<std::sync::OnceLock<Option<Remote>>>,
 }
 
 impl TokenPushPublisher {
@@ -152,6 +216,7 @@ impl TokenPushPublisher {
         TokenPushPublisher {
             url: url.into(),
             header: format!("Authorization: Basic {basic}"),
+            resolved: Arc::default(),
         }
     }
 
@@ -166,6 +231,17 @@ impl TokenPushPublisher {
 }
 
 impl GitPush for TokenPushPublisher {
+    fn remote(&self, repo: &Path) -> Option<Remote> {
+        let (name, value) = self.header.split_once(": ")?;
+        let settings = PushSettings::read(repo).filter(|s| !s.rewrites_urls())?;
+        let header = vec![(name.to_owned(), value.to_owned())];
+        Remote::resolve(repo, &settings, &self.url, header)
+    }
+
+    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>> {
+        &self.resolved
+    }
+
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
         let env = [
             ("GIT_CONFIG_COUNT", "1"),
@@ -190,42 +266,7 @@ impl Publisher for NoPublish {
     }
 }
 
-/// Run git in `repo` and keep its output as it is (a patch's trailing blank line matters).
-pub fn git_output(
-    repo: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Result<std::process::Output, ToolError> {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        // A surrounding git (a hook, a worktree) may have set these; they would redirect us.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))
-}
-
-/// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
-pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
-    let output = git_output(repo, args, env)?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    } else {
-        Err(ToolError::new(
-            ToolErrorKind::Failed,
-            format!(
-                "`git {}` failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ))
-    }
-}
+pub use super::git_command::{git, git_output};
 
 /// The object id of each of `names` (any revision syntax), None for one that does not exist:
 /// one `git cat-file --batch-check` for all of them.
@@ -450,6 +491,13 @@ pub struct Snapshots {
     tree: String,
     /// Where commit objects are written without `git commit-tree` (see `git_objects`).
     objects: Option<PathBuf>,
+    /// What the remote branch holds, when known: the next save's push sends only what its
+    /// commit adds (see [`Snapshots::take_outgoing`]).
+    remote: Option<RemoteObjects>,
+    /// The last commit and the objects of its tree, the remote's once it is pushed.
+    pending: Option<(String, TreeObjects)>,
+    /// The pack of the last commit for the push that follows it.
+    outgoing: Option<Outgoing>,
 }
 
 impl Snapshots {
@@ -500,12 +548,25 @@ impl Snapshots {
                 &[("GIT_INDEX_FILE", &index_text)],
             )?;
         }
+        // The copied index is the parent's tree (a fresh CI checkout): what the remote has of
+        // the branch, or of the commit a new branch starts from.
+        let remote = objects.as_ref().and_then(|_| {
+            let contents = super::index_tree::contents(&std::fs::read(&index).ok()?)?;
+            (hex::encode(contents.root) == tree).then(|| RemoteObjects {
+                tip: tip.clone(),
+                base: parent.clone(),
+                have: tree_objects(&contents),
+            })
+        });
         Ok(Snapshots {
             index,
             old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
             parent,
             tree,
             objects,
+            remote,
+            pending: None,
+            outgoing: None,
         })
     }
 
@@ -536,7 +597,8 @@ impl Snapshots {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
         git(repo, &["add", "-A", "--", "."], &with_index)?;
-        let tree = match self.write_tree() {
+        let index = std::fs::read(&self.index).ok();
+        let tree = match self.write_tree(index.as_deref()) {
             Some(tree) => tree,
             None => git(repo, &["write-tree"], &with_index)?,
         };
@@ -551,12 +613,14 @@ impl Snapshots {
                 (&author.name, &author.email),
                 super::git_objects::now(),
             )?;
-            super::git_objects::write_loose(objects, "commit", body.as_bytes()).ok()
+            let id = super::git_objects::write_loose(objects, "commit", body.as_bytes()).ok()?;
+            Some((id, body))
         });
-        let commit = match written {
-            Some(commit) => commit,
+        let commit = match &written {
+            Some((commit, _)) => commit.clone(),
             None => commit_object(repo, &tree, &self.parent, message, author)?,
         };
+        self.prepare_push(&commit, written.map(|(_, body)| body), index, &tree);
         self.parent = commit.clone();
         self.tree = tree;
         Ok(Some(commit))
@@ -564,9 +628,52 @@ impl Snapshots {
 
     /// The temporary index's tree, written in-process where git would write the same (see
     /// `index_tree`; a SHA-1 repository, as the parent's tree id says).
-    fn write_tree(&self) -> Option<String> {
+    fn write_tree(&self, index: Option<&[u8]>) -> Option<String> {
         let objects = self.objects.as_ref().filter(|_| self.tree.len() == 40)?;
-        super::index_tree::write_tree(&std::fs::read(&self.index).ok()?, objects)
+        super::index_tree::write_tree(index?, objects)
+    }
+
+    /// Before `commit` (of `tree`, on `self.parent`) becomes the parent: the objects of its
+    /// tree for the remote's record once it is pushed, and the pack of what it adds to the
+    /// remote's branch when that is known.
+    fn prepare_push(
+        &mut self,
+        commit: &str,
+        body: Option<String>,
+        index: Option<Vec<u8>>,
+        tree: &str,
+    ) {
+        self.outgoing = None;
+        self.pending = None;
+        let Some(contents) = index.and_then(|index| super::index_tree::contents(&index)) else {
+            return;
+        };
+        if hex::encode(contents.root) != tree {
+            return;
+        }
+        if let (Some(remote), Some(body), Some(objects)) = (&self.remote, &body, &self.objects) {
+            let this = (commit, body.as_bytes(), self.parent.as_str());
+            self.outgoing = remote.outgoing(this, &contents, objects);
+        }
+        self.pending = Some((commit.to_owned(), tree_objects(&contents)));
+    }
+
+    /// The pack for pushing the last commit, when the push can do without `git push`.
+    pub fn take_outgoing(&mut self) -> Option<Outgoing> {
+        self.outgoing.take()
+    }
+
+    /// The last commit's push succeeded (the remote now holds its tree) or failed (what the
+    /// remote holds is unknown until a push succeeds again).
+    pub fn pushed(&mut self, succeeded: bool) {
+        self.remote = match (succeeded, self.pending.take()) {
+            (true, Some((commit, have))) => Some(RemoteObjects {
+                tip: Some(commit.clone()),
+                base: commit,
+                have,
+            }),
+            _ => None,
+        };
     }
 
     /// Move the branch to `commit` (from [`Snapshots::commit`]): compare-and-swap from where the
@@ -812,3 +919,7 @@ mod token_push_tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "git_push_tests.rs"]
+mod push_tests;

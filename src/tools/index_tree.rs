@@ -45,6 +45,28 @@ pub fn write_tree(bytes: &[u8], objects: &Path) -> Option<String> {
     Some(hex::encode(root))
 }
 
+/// Everything the tree of an index holds: the root's id, every tree (id and body, the cache
+/// tree not consulted) and every blob's id (submodules' commits are not objects of this
+/// repository). What a push must be able to send.
+pub struct Contents {
+    pub root: [u8; HASH],
+    pub trees: Vec<([u8; HASH], Vec<u8>)>,
+    pub blobs: Vec<[u8; HASH]>,
+}
+
+/// The [`Contents`] of the index `bytes`; `None` where [`write_tree`] would leave it to git.
+pub fn contents(bytes: &[u8]) -> Option<Contents> {
+    let (entries, _) = parse(bytes)?;
+    let mut trees = Vec::new();
+    let root = build(&entries, 0, None, &mut trees)?;
+    let blobs = entries
+        .iter()
+        .filter(|e| e.mode != 0o160000)
+        .map(|e| e.id)
+        .collect();
+    Some(Contents { root, trees, blobs })
+}
+
 /// The tree of `entries` (all under the same `base` bytes of path), appending the id and body
 /// of each tree the cache does not vouch for to `new`.
 fn build(

@@ -88,7 +88,7 @@ impl ToolContext {
             tools,
             mcp_servers: BTreeMap::new(),
             forge: None,
-            publisher: Arc::new(GitPushPublisher),
+            publisher: Arc::new(GitPushPublisher::default()),
             author: CommitAuthor::default(),
             base_branch: None,
             effects: None,

@@ -2,6 +2,7 @@
 //! processes, and a real MCP server over stdio (`examples/mcp_fixture_server.rs`).
 
 use crate::support::TestRepo;
+use crate::support::git_http::GitHttp;
 use replan::config::{McpServerConfig, ToolsConfig};
 use replan::forge::Forge;
 use replan::forge::local::LocalForge;
@@ -994,7 +995,7 @@ async fn forge_tools(
     let mut context = ToolContext::new(Workspace::new(repo.path()).unwrap(), config());
     context.forge = Some((forge.clone() as Arc<dyn Forge>, ThreadRef::issue(5)));
     context.publisher = if publisher_push {
-        Arc::new(GitPushPublisher)
+        Arc::new(GitPushPublisher::default())
     } else {
         Arc::new(NoPublish)
     };
@@ -1155,13 +1156,13 @@ async fn pushing_from_a_checkout_without_origin_is_skipped_and_a_broken_origin_i
     repo.write("README.md", "x\n");
     repo.commit_all("x");
     repo.run_git(&["branch", "replan/work/issue-5"]);
-    GitPushPublisher
+    GitPushPublisher::default()
         .publish(repo.path(), "replan/work/issue-5")
         .await
         .expect("no origin: nothing to push to, and no error");
 
     repo.run_git(&["remote", "add", "origin", "/nonexistent/replan-remote.git"]);
-    let error = GitPushPublisher
+    let error = GitPushPublisher::default()
         .publish(repo.path(), "replan/work/issue-5")
         .await
         .expect_err("an origin that cannot be reached");
@@ -1188,9 +1189,12 @@ async fn a_snapshot_commit_is_pushed_by_id_and_the_branch_moves_only_from_where_
         .unwrap()
         .expect("a new file is a change");
     assert_eq!(repo.rev_parse(&format!("refs/heads/{branch}")), None);
-    assert!(GitPushPublisher.pushes_commits());
-    GitPushPublisher
-        .publish_commit(repo.path(), &commit, branch)
+    let publisher = GitPushPublisher::default();
+    assert!(publisher.pushes_commits());
+    let outgoing = snapshots.take_outgoing();
+    assert!(outgoing.is_some(), "a save knows what its commit adds");
+    publisher
+        .publish_commit(repo.path(), &commit, branch, outgoing.as_ref())
         .await
         .unwrap();
     assert_eq!(
@@ -1218,6 +1222,83 @@ async fn a_snapshot_commit_is_pushed_by_id_and_the_branch_moves_only_from_where_
         repo.rev_parse(&format!("refs/heads/{branch}")),
         repo.rev_parse("main")
     );
+}
+
+/// A save's commit reaches an HTTP remote without `git push`: Replan speaks git's smart HTTP
+/// itself (its User-Agent on every request) with the header the checkout configured for that
+/// URL, as actions/checkout leaves it, and the remote holds every file of both saves.
+#[tokio::test]
+async fn a_save_reaches_an_http_remote_with_the_checkouts_header_and_without_git_push() {
+    use base64::Engine as _;
+    let repo = TestRepo::new();
+    repo.write("a.txt", "a\n");
+    repo.commit_all("a");
+    let remote = TestRepo::bare();
+    repo.run_git(&["push", "-q", &remote.url(), "HEAD:refs/heads/main"]);
+    let token = base64::engine::general_purpose::STANDARD.encode("x-access-token:ghs_secret");
+    let authorization = format!("basic {token}");
+    // The bare repository's directory, served from the one that holds it.
+    let name = remote
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let http = GitHttp::start(remote.path().parent().unwrap(), &authorization);
+    repo.run_git(&["remote", "add", "origin", &http.url(&name)]);
+    let key = format!("http.{}.extraheader", http.url(""));
+    repo.run_git(&["config", &key, &format!("AUTHORIZATION: {authorization}")]);
+
+    let publisher = GitPushPublisher::default();
+    let branch = "replan/work/issue-21";
+    let mut snapshots = Snapshots::open(repo.path(), branch).unwrap();
+    let mut commits = Vec::new();
+    for (path, text) in [("b.txt", "b\n"), ("docs/c.md", "c\n")] {
+        repo.write(path, text);
+        let commit = snapshots
+            .commit(repo.path(), "save", &CommitAuthor::default())
+            .unwrap()
+            .expect("a new file is a change");
+        let outgoing = snapshots.take_outgoing();
+        assert!(outgoing.is_some(), "the save knows what its commit adds");
+        snapshots.advance(repo.path(), branch, &commit).unwrap();
+        publisher
+            .publish_commit(repo.path(), &commit, branch, outgoing.as_ref())
+            .await
+            .unwrap();
+        snapshots.pushed(true);
+        commits.push(commit);
+    }
+
+    assert_eq!(
+        remote.rev_parse(&format!("refs/heads/{branch}")),
+        Some(commits[1].clone())
+    );
+    assert_eq!(
+        remote.rev_parse(&format!("{}^", commits[1])),
+        Some(commits[0].clone())
+    );
+    assert_eq!(remote.show(&format!("{branch}:docs/c.md")), "c\n");
+    assert_eq!(remote.show(&format!("{branch}:b.txt")), "b\n");
+    remote.run_git(&["fsck", "--strict", "--no-dangling"]);
+    let requests = http.requests();
+    let lines: Vec<String> = requests.iter().map(|r| r.line()).collect();
+    let round = [
+        format!("GET /{name}/info/refs"),
+        format!("POST /{name}/git-receive-pack"),
+    ];
+    assert_eq!(
+        lines,
+        [round.clone(), round].concat(),
+        "two requests a save"
+    );
+    for request in &requests {
+        assert_eq!(request.status, 200);
+        assert_eq!(request.header("authorization"), Some("basic <redacted>"));
+        let agent = request.header("user-agent").unwrap_or_default();
+        assert!(agent.starts_with("replan/"), "not git push: {agent}");
+    }
 }
 
 #[test]

@@ -1,0 +1,272 @@
+//! When a save's push goes without `git push` and when it is left to git: a publisher whose
+//! `git push` is counted, pushing to a bare repository on this machine.
+
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[derive(Clone)]
+struct Counted {
+    remote: PathBuf,
+    pushes: Arc<AtomicUsize>,
+    resolved: Arc<std::sync::OnceLock<Option<Remote>>>,
+}
+
+impl GitPush for Counted {
+    fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
+        self.pushes.fetch_add(1, Ordering::SeqCst);
+        let remote = self.remote.to_str().unwrap();
+        git(repo, &["push", "--quiet", remote, refspec], &[]).map(drop)
+    }
+
+    fn remote(&self, repo: &Path) -> Option<Remote> {
+        let settings = PushSettings::read(repo)?;
+        Remote::resolve(repo, &settings, self.remote.to_str()?, Vec::new())
+    }
+
+    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>> {
+        &self.resolved
+    }
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    work: PathBuf,
+    remote: PathBuf,
+    publisher: Counted,
+}
+
+const BRANCH: &str = "replan/work/issue-8";
+
+/// A checkout with `a.txt` on `main`, pushed to a bare repository.
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, remote) = (dir.path().join("work"), dir.path().join("remote.git"));
+    std::fs::create_dir_all(&work).unwrap();
+    let run = |dir: &Path, args: &[&str]| {
+        assert!(
+            isolated_git(dir).args(args).status().unwrap().success(),
+            "git {args:?}"
+        );
+    };
+    run(
+        dir.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    run(&work, &["init", "-q", "-b", "main"]);
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    run(&work, &["add", "-A"]);
+    run(&work, &["commit", "-q", "-m", "a"]);
+    run(&work, &["push", "-q", remote.to_str().unwrap(), "main"]);
+    let publisher = Counted {
+        remote: remote.clone(),
+        pushes: Arc::default(),
+        resolved: Arc::default(),
+    };
+    Setup {
+        _dir: dir,
+        work,
+        remote,
+        publisher,
+    }
+}
+
+impl Setup {
+    /// Write `files`, commit them on the snapshots and push the commit as the work branch does.
+    async fn save(&self, snapshots: &mut Snapshots, files: &[(&str, &str)]) -> SavedPush {
+        for (path, text) in files {
+            let path = self.work.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let commit = snapshots
+            .commit(&self.work, "save", &CommitAuthor::default())
+            .unwrap()
+            .unwrap();
+        let outgoing = snapshots.take_outgoing();
+        snapshots.advance(&self.work, BRANCH, &commit).unwrap();
+        let before = self.pushes();
+        let pushed = self
+            .publisher
+            .publish_commit(&self.work, &commit, BRANCH, outgoing.as_ref())
+            .await;
+        snapshots.pushed(pushed.is_ok());
+        SavedPush {
+            commit,
+            packed: outgoing.is_some(),
+            git_push: self.pushes() > before,
+            pushed: pushed.is_ok(),
+        }
+    }
+
+    fn pushes(&self) -> usize {
+        self.publisher.pushes.load(Ordering::SeqCst)
+    }
+
+    fn remote_git(&self, args: &[&str]) -> String {
+        git(&self.remote, args, &[]).unwrap()
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct SavedPush {
+    commit: String,
+    packed: bool,
+    git_push: bool,
+    pushed: bool,
+}
+
+#[tokio::test]
+async fn saves_go_without_git_push_until_the_remote_branch_is_not_where_they_left_it() {
+    let s = setup();
+    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
+    let second = s
+        .save(
+            &mut snapshots,
+            &[("a.txt", "A\n"), ("src/deep/c.rs", "c\n")],
+        )
+        .await;
+    for saved in [&first, &second] {
+        assert!(saved.packed && saved.pushed && !saved.git_push, "{saved:?}");
+    }
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), second.commit);
+    assert_eq!(
+        s.remote_git(&["ls-tree", "-r", "--name-only", BRANCH]),
+        "a.txt\nb.txt\nsrc/deep/c.rs"
+    );
+    assert_eq!(s.remote_git(&["show", &format!("{BRANCH}:a.txt")]), "A");
+    s.remote_git(&["fsck", "--strict", "--no-dangling"]);
+
+    // Someone else moves the remote branch: the in-process push refuses to start from
+    // elsewhere, and `git push` refuses a non-fast-forward.
+    let identity = CommitAuthor::default();
+    let tree = "main^{tree}";
+    let moved = git(
+        &s.remote,
+        &["commit-tree", tree, "-p", "main", "-m", "other"],
+        &identity.identity(),
+    )
+    .unwrap();
+    s.remote_git(&["update-ref", &format!("refs/heads/{BRANCH}"), &moved]);
+    let third = s.save(&mut snapshots, &[("d.txt", "d\n")]).await;
+    assert!(third.packed && third.git_push && !third.pushed, "{third:?}");
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), moved);
+    // What the remote holds is unknown now: the next save is git's too.
+    let fourth = s.save(&mut snapshots, &[("e.txt", "e\n")]).await;
+    assert!(!fourth.packed && fourth.git_push, "{fourth:?}");
+}
+
+#[tokio::test]
+async fn a_checkout_whose_index_is_not_its_head_pushes_the_first_save_with_git() {
+    let s = setup();
+    std::fs::write(s.work.join("staged.txt"), "staged\n").unwrap();
+    git(&s.work, &["add", "staged.txt"], &[]).unwrap();
+    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
+    assert!(!first.packed && first.git_push && first.pushed, "{first:?}");
+    // That push tells what the remote holds: the next save goes without git.
+    let second = s.save(&mut snapshots, &[("c.txt", "c\n")]).await;
+    assert!(
+        second.packed && !second.git_push && second.pushed,
+        "{second:?}"
+    );
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), second.commit);
+    s.remote_git(&["fsck", "--strict", "--no-dangling"]);
+}
+
+#[tokio::test]
+async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
+    let s = setup();
+    let run = |args: &[&str]| git(&s.work, args, &[]).unwrap();
+    run(&["switch", "-q", "-c", "side"]);
+    std::fs::write(s.work.join("x.txt"), "packed\n").unwrap();
+    run(&["add", "x.txt"]);
+    run(&["commit", "-q", "-m", "x"]);
+    run(&["switch", "-q", "main"]);
+    run(&["gc", "-q"]);
+    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let saved = s.save(&mut snapshots, &[("x.txt", "packed\n")]).await;
+    assert!(!saved.packed && saved.git_push && saved.pushed, "{saved:?}");
+    assert_eq!(
+        s.remote_git(&["show", &format!("{BRANCH}:x.txt")]),
+        "packed"
+    );
+}
+
+#[test]
+fn a_pre_push_hook_or_push_settings_leave_the_push_to_git() {
+    let s = setup();
+    let url = s.remote.to_str().unwrap();
+    let resolve = |url: &str| {
+        let settings = PushSettings::read(&s.work).unwrap();
+        Remote::resolve(&s.work, &settings, url, Vec::new())
+    };
+    let set = |key: &str, value: &str| git(&s.work, &["config", key, value], &[]).unwrap();
+    let unset = |key: &str| git(&s.work, &["config", "--unset", key], &[]).unwrap();
+    assert!(matches!(resolve(url), Some(Remote::Local(_))));
+    assert!(resolve("relative/path.git").is_none());
+    assert!(resolve("git@github.com:o/r.git").is_none());
+    assert!(resolve("https://u:p@example.com/o/r.git").is_none());
+    for key in [
+        "push.gpgSign",
+        "push.pushOption",
+        "remote.origin.receivepack",
+    ] {
+        set(key, "x");
+        assert!(resolve(url).is_none(), "{key}");
+        unset(key);
+    }
+    let hook = s.work.join(".git/hooks/pre-push");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    assert!(resolve(url).is_none(), "a pre-push hook");
+    std::fs::remove_file(&hook).unwrap();
+    std::fs::create_dir_all(s.work.join(".husky")).unwrap();
+    std::fs::write(s.work.join(".husky/pre-push"), "#!/bin/sh\n").unwrap();
+    set("core.hooksPath", ".husky");
+    assert!(resolve(url).is_none(), "a pre-push hook in core.hooksPath");
+    unset("core.hooksPath");
+    let https = "https://example.com/o/r.git";
+    set("http.https://example.com/.proxy", "http://p:3128");
+    assert!(resolve(https).is_none(), "a proxy for the remote");
+    unset("http.https://example.com/.proxy");
+    set(
+        "http.https://example.com/.extraheader",
+        "AUTHORIZATION: basic abc",
+    );
+    let Some(Remote::Http(remote)) = resolve(https) else {
+        panic!("an https remote with an extra header is pushed to in-process");
+    };
+    assert_eq!(
+        remote.headers,
+        [("AUTHORIZATION".to_owned(), "basic abc".to_owned())]
+    );
+    assert!(
+        !format!("{remote:?}").contains("abc"),
+        "the header stays out of debug output"
+    );
+}
+
+#[test]
+fn origin_is_read_from_the_settings_unless_git_rewrites_it() {
+    let s = setup();
+    let publisher = GitPushPublisher::default();
+    assert!(publisher.remote(&s.work).is_none(), "no origin: no push");
+    let url = s.remote.to_str().unwrap();
+    git(&s.work, &["remote", "add", "origin", "/elsewhere.git"], &[]).unwrap();
+    git(&s.work, &["config", "remote.origin.pushurl", url], &[]).unwrap();
+    let settings = PushSettings::read(&s.work).unwrap();
+    assert_eq!(settings.origin_push_url().as_deref(), Some(url));
+    let rewrite = format!("url.{url}.pushInsteadOf");
+    git(
+        &s.work,
+        &["config", "--unset", "remote.origin.pushurl"],
+        &[],
+    )
+    .unwrap();
+    git(&s.work, &["config", &rewrite, "/elsewhere.git"], &[]).unwrap();
+    assert_eq!(PushSettings::read(&s.work).unwrap().origin_push_url(), None);
+    let Some(Remote::Local(path)) = GitPushPublisher::default().remote(&s.work) else {
+        panic!("git resolves the rewritten URL");
+    };
+    assert_eq!(path, s.remote);
+}
