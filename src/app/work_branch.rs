@@ -114,7 +114,7 @@ impl WorkBranchReporter {
         runtime.spawn(async move {
             let opened = tokio::task::spawn_blocking(move || {
                 publisher.prepare(&repo);
-                Snapshots::open(&repo, &name)
+                open(&repo, &name, publisher.as_ref())
             })
             .await;
             if let Ok(Ok(snapshots)) = opened {
@@ -191,10 +191,11 @@ impl WorkBranchReporter {
             self.author.clone(),
             saved.1.take(),
         );
+        let publisher = self.publisher.clone();
         let committed = tokio::task::spawn_blocking(move || {
             let mut snapshots = match known {
                 Some(known) => known,
-                None => Snapshots::open(&repo, &name)?,
+                None => open(&repo, &name, publisher.as_ref())?,
             };
             let commit = snapshots.commit(&repo, &message, &author)?;
             Ok::<_, crate::tools::ToolError>((snapshots, commit))
@@ -318,6 +319,19 @@ impl Reporter for WorkBranchReporter {
     async fn finish(&self, state: &SessionState) {
         self.save(state).await;
         self.inner.finish(state).await
+    }
+}
+
+/// The snapshots of `branch`, packing each commit when the publisher can send the pack.
+fn open(
+    repo: &std::path::Path,
+    branch: &str,
+    publisher: &dyn Publisher,
+) -> Result<Snapshots, crate::tools::ToolError> {
+    if publisher.sends_packs() {
+        Snapshots::open_for_push(repo, branch)
+    } else {
+        Snapshots::open(repo, branch)
     }
 }
 

@@ -71,6 +71,11 @@ pub trait Publisher: Send + Sync {
 
     /// Find out ahead of the first push how it reaches the remote (blocking: asks git).
     fn prepare(&self, _repo: &Path) {}
+
+    /// Whether [`Publisher::publish_commit`] may send a pack of its own (so saves make one).
+    fn sends_packs(&self) -> bool {
+        false
+    }
 }
 
 /// `<source>:refs/heads/<branch>` (the source a local branch or a commit id), forced with `+`
@@ -162,6 +167,10 @@ impl<P: GitPush> Publisher for P {
 
     fn prepare(&self, repo: &Path) {
         remote_of(self, repo);
+    }
+
+    fn sends_packs(&self) -> bool {
+        true
     }
 }
 
@@ -491,6 +500,8 @@ pub struct Snapshots {
     tree: String,
     /// Where commit objects are written without `git commit-tree` (see `git_objects`).
     objects: Option<PathBuf>,
+    /// Whether commits are packed for a push (see [`Snapshots::open_for_push`]).
+    packs: bool,
     /// What the remote branch holds, when known: the next save's push sends only what its
     /// commit adds (see [`Snapshots::take_outgoing`]).
     remote: Option<RemoteObjects>,
@@ -504,6 +515,16 @@ impl Snapshots {
     /// Find `branch` (or HEAD) and fill the temporary index: one `git` process (two when the
     /// checkout's git directory is not `<repo>/.git`) and a copy of the checkout's index.
     pub fn open(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
+        Self::open_with(repo, branch, false)
+    }
+
+    /// [`Snapshots::open`] for saves whose commits a publisher may push without `git push`:
+    /// each commit also packs what it adds (see [`Snapshots::take_outgoing`]).
+    pub fn open_for_push(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
+        Self::open_with(repo, branch, true)
+    }
+
+    fn open_with(repo: &Path, branch: &str, packs: bool) -> Result<Snapshots, ToolError> {
         let full = format!("refs/heads/{branch}");
         // One `cat-file` answers for the branch and HEAD at once, and says "missing" instead of
         // failing for a branch that does not exist yet.
@@ -550,7 +571,7 @@ impl Snapshots {
         }
         // The copied index is the parent's tree (a fresh CI checkout): what the remote has of
         // the branch, or of the commit a new branch starts from.
-        let remote = objects.as_ref().and_then(|_| {
+        let remote = objects.as_ref().filter(|_| packs).and_then(|_| {
             let contents = super::index_tree::contents(&std::fs::read(&index).ok()?)?;
             (hex::encode(contents.root) == tree).then(|| RemoteObjects {
                 tip: tip.clone(),
@@ -564,6 +585,7 @@ impl Snapshots {
             parent,
             tree,
             objects,
+            packs,
             remote,
             pending: None,
             outgoing: None,
@@ -645,6 +667,9 @@ impl Snapshots {
     ) {
         self.outgoing = None;
         self.pending = None;
+        if !self.packs {
+            return;
+        }
         let Some(contents) = index.and_then(|index| super::index_tree::contents(&index)) else {
             return;
         };

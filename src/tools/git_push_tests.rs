@@ -118,7 +118,7 @@ struct SavedPush {
 #[tokio::test]
 async fn saves_go_without_git_push_until_the_remote_branch_is_not_where_they_left_it() {
     let s = setup();
-    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
     let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
     let second = s
         .save(
@@ -161,7 +161,7 @@ async fn a_checkout_whose_index_is_not_its_head_pushes_the_first_save_with_git()
     let s = setup();
     std::fs::write(s.work.join("staged.txt"), "staged\n").unwrap();
     git(&s.work, &["add", "staged.txt"], &[]).unwrap();
-    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
     let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
     assert!(!first.packed && first.git_push && first.pushed, "{first:?}");
     // That push tells what the remote holds: the next save goes without git.
@@ -184,7 +184,7 @@ async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
     run(&["commit", "-q", "-m", "x"]);
     run(&["switch", "-q", "main"]);
     run(&["gc", "-q"]);
-    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
     let saved = s.save(&mut snapshots, &[("x.txt", "packed\n")]).await;
     assert!(!saved.packed && saved.git_push && saved.pushed, "{saved:?}");
     assert_eq!(
@@ -269,4 +269,15 @@ fn origin_is_read_from_the_settings_unless_git_rewrites_it() {
         panic!("git resolves the rewritten URL");
     };
     assert_eq!(path, s.remote);
+}
+
+#[test]
+fn saves_for_a_publisher_that_sends_no_pack_make_none() {
+    let s = setup();
+    assert!(!NoPublish.sends_packs() && GitPushPublisher::default().sends_packs());
+    let mut snapshots = Snapshots::open(&s.work, BRANCH).unwrap();
+    std::fs::write(s.work.join("b.txt"), "b\n").unwrap();
+    let commit = snapshots.commit(&s.work, "save", &CommitAuthor::default());
+    assert!(commit.unwrap().is_some());
+    assert!(snapshots.take_outgoing().is_none());
 }

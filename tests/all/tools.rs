@@ -1182,7 +1182,7 @@ async fn a_snapshot_commit_is_pushed_by_id_and_the_branch_moves_only_from_where_
     repo.commit_all("a");
     repo.run_git(&["push", "-q", "origin", "main"]);
     let branch = "replan/work/issue-12";
-    let mut snapshots = Snapshots::open(repo.path(), branch).unwrap();
+    let mut snapshots = Snapshots::open_for_push(repo.path(), branch).unwrap();
     repo.write("b.txt", "b\n");
     let commit = snapshots
         .commit(repo.path(), "one", &CommitAuthor::default())
@@ -1252,7 +1252,7 @@ async fn a_save_reaches_an_http_remote_with_the_checkouts_header_and_without_git
 
     let publisher = GitPushPublisher::default();
     let branch = "replan/work/issue-21";
-    let mut snapshots = Snapshots::open(repo.path(), branch).unwrap();
+    let mut snapshots = Snapshots::open_for_push(repo.path(), branch).unwrap();
     let mut commits = Vec::new();
     for (path, text) in [("b.txt", "b\n"), ("docs/c.md", "c\n")] {
         repo.write(path, text);
