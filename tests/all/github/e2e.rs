@@ -952,6 +952,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 /// Split-trust mode (`--bundle` / `replan publish`) against the same world.
 mod fanout;
 mod split;
+mod work_push;
 /// The checklist look-up lists the comments; a next link to another origin is refused there
 /// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run
 /// goes on; the token never leaves the API origin either way.)
