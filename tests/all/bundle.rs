@@ -12,6 +12,7 @@ use tempfile::TempDir;
 
 use crate::github::e2e_support::{checkout, issue_7_run, local_replan, scenario};
 use crate::support::TestRepo;
+use crate::support::history_shape::history_shape;
 use crate::support::llm_server::LlmServer;
 
 const HISTORY: &str = ".replan/planning_history/issues/7.jsonl";
@@ -43,14 +44,6 @@ fn text(output: &std::process::Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
-}
-
-fn types(history: &str) -> Vec<String> {
-    jsonl::parse(history)
-        .entries
-        .iter()
-        .map(|e| e.body.type_name().to_owned())
-        .collect()
 }
 
 fn pulls(checkout: &TestRepo) -> Value {
@@ -107,7 +100,10 @@ fn bundle_run_writes_nothing_and_publish_leaves_what_a_normal_run_leaves() {
 
     // The same history, pull request and pushed branch as the normal run.
     let history = split.read(HISTORY);
-    assert_eq!(types(&history), types(&normal.read(HISTORY)));
+    assert_eq!(
+        history_shape(&history),
+        history_shape(&normal.read(HISTORY))
+    );
     let parsed = jsonl::parse(&history);
     assert!(parsed.corrupt.is_empty());
     let seqs: Vec<u64> = parsed.entries.iter().map(|e| e.seq).collect();

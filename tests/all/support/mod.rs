@@ -10,6 +10,7 @@ pub mod faults;
 pub mod git;
 pub mod git_http;
 pub mod git_objects;
+pub mod history_shape;
 pub mod llm_server;
 pub mod prism;
 pub mod server;
