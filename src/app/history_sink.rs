@@ -199,11 +199,15 @@ impl HistorySink {
     /// after, and entries still in memory would be lost.
     pub fn flush_on_sigterm(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let sink = self.clone();
+        // The handler is installed here, not when the task first runs: a busy runtime may not
+        // poll it before the run asks the model, and a SIGTERM in between would kill the
+        // process with the entries still in memory.
+        #[cfg(unix)]
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
         tokio::spawn(async move {
             #[cfg(unix)]
             {
-                use tokio::signal::unix::{SignalKind, signal};
-                let Ok(mut term) = signal(SignalKind::terminate()) else {
+                let Ok(mut term) = term else {
                     return;
                 };
                 if term.recv().await.is_some() {
