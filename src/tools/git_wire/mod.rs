@@ -128,19 +128,9 @@ fn git_http_variables() -> bool {
 /// The `http.extraHeader` values git would send to `url`; `None` when any other `http.*`
 /// setting but [`CA_SETTINGS`] applies there (a proxy, a client certificate, a cookie file…).
 fn http_headers(repo: &Path, url: &str) -> Option<Vec<(String, String)>> {
-    let output =
-        super::git_command::git_output(repo, &["config", "-z", "--get-urlmatch", "http", url], &[])
-            .ok()?;
-    match output.status.code() {
-        Some(0) => {}
-        Some(1) => return Some(Vec::new()),
-        _ => return None,
-    }
     let mut headers = Vec::new();
-    for entry in output.stdout.split(|&b| b == 0).filter(|e| !e.is_empty()) {
-        let entry = String::from_utf8_lossy(entry);
-        let (key, value) = entry.split_once('\n').unwrap_or((&entry, ""));
-        if CA_SETTINGS.contains(&key) {
+    for (key, value) in settings::config_entries(repo, &["--get-urlmatch", "http", url])? {
+        if CA_SETTINGS.contains(&key.as_str()) {
             continue;
         }
         if key != "http.extraheader" {

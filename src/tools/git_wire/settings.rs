@@ -15,22 +15,7 @@ pub struct PushSettings {
 impl PushSettings {
     /// `None` when git cannot be asked.
     pub fn read(repo: &Path) -> Option<PushSettings> {
-        let args = ["config", "-z", "--get-regexp", KEYS];
-        let output = super::super::git_command::git_output(repo, &args, &[]).ok()?;
-        match output.status.code() {
-            Some(0) | Some(1) => {}
-            _ => return None,
-        }
-        let entries = output
-            .stdout
-            .split(|&b| b == 0)
-            .filter(|e| !e.is_empty())
-            .map(|entry| {
-                let entry = String::from_utf8_lossy(entry);
-                let (key, value) = entry.split_once('\n').unwrap_or((&entry, ""));
-                (key.to_owned(), value.to_owned())
-            })
-            .collect();
+        let entries = config_entries(repo, &["--get-regexp", KEYS])?;
         Some(PushSettings { entries })
     }
 
@@ -79,4 +64,27 @@ impl PushSettings {
         };
         hooks.join("pre-push").exists()
     }
+}
+
+/// `git config -z <query>`: `(key, value)` for each setting found, none when nothing matched
+/// (git exits with 1); `None` when git cannot be asked.
+pub fn config_entries(repo: &Path, query: &[&str]) -> Option<Vec<(String, String)>> {
+    let mut args = vec!["config", "-z"];
+    args.extend_from_slice(query);
+    let output = super::super::git_command::git_output(repo, &args, &[]).ok()?;
+    match output.status.code() {
+        Some(0) | Some(1) => {}
+        _ => return None,
+    }
+    let entries = output
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            let entry = String::from_utf8_lossy(entry);
+            let (key, value) = entry.split_once('\n').unwrap_or((&entry, ""));
+            (key.to_owned(), value.to_owned())
+        })
+        .collect();
+    Some(entries)
 }
