@@ -134,10 +134,16 @@ pub fn for_each_entry(text: &str, mut each: impl FnMut(Entry)) -> Scan {
         lines_before += lines;
         part.entries.into_iter().for_each(&mut each);
     };
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get().min(8))
-        .unwrap_or(1);
-    if text.len() < PARALLEL_PARSE_BYTES || threads < 2 {
+    // Asked only for a big file: `available_parallelism` reads the cgroup files each time
+    // (50–90 µs), and every replay of a thread's history passes here.
+    let threads = if text.len() < PARALLEL_PARSE_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get().min(8))
+            .unwrap_or(1)
+    };
+    if threads < 2 {
         take(parse_run(text), 0);
         return scan;
     }
