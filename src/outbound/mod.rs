@@ -108,16 +108,33 @@ pub fn redact_known(text: &str) -> String {
     SECRETS.current().redact_known(text).into_owned()
 }
 
-/// `value` with every string in it, object keys included, redacted.
-pub fn redact_json(value: &Value) -> Value {
+/// `value` with every string in it, object keys included, redacted; `value` itself when
+/// nothing in it is masked (the common case: an LLM request body is not copied to be sent).
+pub fn redact_json(value: &Value) -> std::borrow::Cow<'_, Value> {
     redact_json_with(&SECRETS.current(), value)
 }
 
 /// [`redact_json`] with a given redactor (one snapshot for a whole document).
-pub fn redact_json_with(redactor: &Redactor, value: &Value) -> Value {
+pub fn redact_json_with<'a>(redactor: &Redactor, value: &'a Value) -> std::borrow::Cow<'a, Value> {
+    if !masks_something(redactor, value) {
+        return std::borrow::Cow::Borrowed(value);
+    }
     let mut copy = value.clone();
     redact_json_in_place(redactor, &mut copy);
-    copy
+    std::borrow::Cow::Owned(copy)
+}
+
+/// Whether redacting `value` would change a string or a key in it.
+fn masks_something(redactor: &Redactor, value: &Value) -> bool {
+    let masks = |text: &str| matches!(redactor.redact(text), std::borrow::Cow::Owned(_));
+    match value {
+        Value::String(text) => masks(text),
+        Value::Array(items) => items.iter().any(|item| masks_something(redactor, item)),
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, item)| masks(key) || masks_something(redactor, item)),
+        _ => false,
+    }
 }
 
 /// [`redact_json`] on a value the caller owns: only the strings that hold a secret are replaced,
@@ -197,6 +214,18 @@ mod tests {
         let value =
             json!({"a": ["x canary-4f2a9c y", 3], "canary-4f2a9c": {"b": "Y2FuYXJ5LTRmMmE5Yw"}});
         let out = redact_json_with(&redactor, &value);
-        assert_eq!(out, json!({"a": ["x *** y", 3], "***": {"b": "***"}}));
+        assert_eq!(*out, json!({"a": ["x *** y", 3], "***": {"b": "***"}}));
+    }
+
+    #[test]
+    fn a_json_value_with_nothing_to_mask_is_not_copied() {
+        let redactor = Redactor::new(["canary-4f2a9c"]);
+        let clean = json!({"messages": [{"role": "user", "content": "write the notes"}]});
+        assert!(matches!(
+            redact_json_with(&redactor, &clean),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let key_only = json!({"canary-4f2a9c": 1});
+        assert_eq!(*redact_json_with(&redactor, &key_only), json!({"***": 1}));
     }
 }
