@@ -9,7 +9,7 @@ use aho_corasick::AhoCorasick;
 use regex::Regex;
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::sync::{Arc, LazyLock, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
@@ -98,8 +98,57 @@ pub struct Redactor {
     /// `known` in one automaton, built once: every text leaving the process is searched for
     /// all of them in a single pass (None when there are none).
     searcher: Option<Arc<AhoCorasick>>,
-    /// The values as given, for [`Redactor::with_more`].
-    originals: Vec<String>,
+    /// The values as given, for [`Redactor::with_more`] (shared: every text sent out takes a
+    /// snapshot of the redactor).
+    originals: Arc<[String]>,
+    /// Long texts this redactor found nothing to mask in. Shared by its clones (same values);
+    /// a redactor with more values starts a memo of its own.
+    clean: Arc<Mutex<CleanTexts>>,
+}
+
+/// Texts at least this long are remembered once found clean: the system prompt, the plan and a
+/// task's prompt go out again with every model call of a thread, and are searched only once.
+const REMEMBERED_MIN_BYTES: usize = 512;
+
+/// What the memo may hold before it starts over.
+const REMEMBERED_MAX_BYTES: usize = 4 << 20;
+
+/// Texts found clean, with and without the token shapes searched; compared whole, never by a
+/// hash alone, so a text is only skipped when it is byte for byte one already searched.
+#[derive(Default)]
+struct CleanTexts {
+    with_shapes: std::collections::HashSet<Box<str>>,
+    known_only: std::collections::HashSet<Box<str>>,
+    bytes: usize,
+}
+
+impl CleanTexts {
+    fn set(&mut self, shapes: bool) -> &mut std::collections::HashSet<Box<str>> {
+        if shapes {
+            &mut self.with_shapes
+        } else {
+            &mut self.known_only
+        }
+    }
+
+    fn remember(&mut self, text: &str, shapes: bool) {
+        if self.bytes + text.len() > REMEMBERED_MAX_BYTES {
+            *self = CleanTexts::default();
+        }
+        if self.set(shapes).insert(text.into()) {
+            self.bytes += text.len();
+        }
+    }
+}
+
+impl std::fmt::Debug for CleanTexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} clean texts",
+            self.with_shapes.len() + self.known_only.len()
+        )
+    }
 }
 
 /// The forms a tool or the model could turn a secret into without knowing it is one: base64
@@ -187,7 +236,8 @@ impl Redactor {
         Redactor {
             known: known.into(),
             searcher,
-            originals: secrets_given,
+            originals: secrets_given.into(),
+            clean: Arc::default(),
         }
     }
 
@@ -231,6 +281,22 @@ impl Redactor {
         if text.len() < MIN_SECRET_LEN {
             return Cow::Borrowed(text);
         }
+        let remembered = text.len() >= REMEMBERED_MIN_BYTES;
+        if remembered && self.clean_texts().set(shapes).contains(text) {
+            return Cow::Borrowed(text);
+        }
+        let redacted = self.search_and_mask(text, shapes);
+        if remembered && matches!(redacted, Cow::Borrowed(_)) {
+            self.clean_texts().remember(text, shapes);
+        }
+        redacted
+    }
+
+    fn clean_texts(&self) -> std::sync::MutexGuard<'_, CleanTexts> {
+        self.clean.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn search_and_mask<'a>(&self, text: &'a str, shapes: bool) -> Cow<'a, str> {
         let mut current = Cow::Borrowed(text);
         // A mask can join the text around it into a secret again (a secret containing `***`);
         // repeating until nothing changes rules that out. Passes shorten the text; the cap is
@@ -300,7 +366,7 @@ impl Redactor {
     /// undoes.
     pub fn mask_commands(&self) -> Vec<String> {
         let mut values: Vec<&str> = Vec::new();
-        for original in &self.originals {
+        for original in self.originals.iter() {
             for value in std::iter::once(original.as_str()).chain(original.lines().map(str::trim)) {
                 if value.chars().count() >= MIN_SECRET_LEN
                     && !value.contains(['\n', '\r'])
@@ -479,6 +545,34 @@ mod tests {
 
     fn redact(text: &str) -> String {
         Redactor::default().redact(text).into_owned()
+    }
+
+    /// The memo of clean long texts never lets a secret through: a text found clean is masked
+    /// by a redactor that learned the value later (and by its clones), the same text with one
+    /// byte changed is searched again, and a shape is still found when only known values were
+    /// searched before.
+    #[test]
+    fn long_texts_found_clean_are_searched_again_once_they_could_hold_a_secret() {
+        let prompt = "Write notes/task_1.md with the findings of step 1. ".repeat(20);
+        let before = Redactor::new(["canary-before-1"]);
+        assert!(matches!(before.redact(&prompt), Cow::Borrowed(_)));
+        assert!(matches!(before.clone().redact(&prompt), Cow::Borrowed(_)));
+
+        let secret = "canary-after-4f2a9c";
+        let leaking = format!("{prompt}{secret}");
+        assert!(matches!(before.redact(&leaking), Cow::Borrowed(_)));
+        let after = before.with_more([secret]);
+        assert!(after.redact(&leaking).ends_with(MASK));
+        assert!(after.clone().redact(&leaking).ends_with(MASK));
+
+        let token = format!("{prompt}ghp_{}", "a".repeat(36));
+        assert!(matches!(before.redact_known(&token), Cow::Borrowed(_)));
+        assert!(before.redact(&token).ends_with(MASK));
+
+        let known = "canary-before-1";
+        let changed = format!("{}{known}", &prompt[..prompt.len() - known.len()]);
+        assert_eq!(changed.len(), prompt.len());
+        assert!(before.redact(&changed).ends_with(MASK));
     }
 
     /// A shape's regex runs only where one of its literals is found: the literals must be found
