@@ -154,7 +154,13 @@ impl HistorySink {
             let done_at = *self.done_at.lock().unwrap_or_else(|e| e.into_inner());
             hook.before_commit(done_at).await;
         }
+        let started = Instant::now();
         let outcome = self.backend.append(&self.thread, pending).await?;
+        tracing::debug!(
+            "history: {} entries committed in {} ms",
+            pending.len(),
+            started.elapsed().as_millis()
+        );
         pending.clear();
         *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.spooled(Spool::clear);

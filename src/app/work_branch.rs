@@ -192,6 +192,7 @@ impl WorkBranchReporter {
             saved.1.take(),
         );
         let publisher = self.publisher.clone();
+        tracing::debug!("work branch `{branch}`: save started");
         let committed = tokio::task::spawn_blocking(move || {
             let mut snapshots = match known {
                 Some(known) => known,
@@ -207,6 +208,10 @@ impl WorkBranchReporter {
                 Ok(())
             }
             Ok(Ok((snapshots, Some(commit)))) => {
+                tracing::debug!(
+                    "work branch `{branch}`: {commit} committed after {} ms",
+                    started.elapsed().as_millis()
+                );
                 let (snapshots, pushed) = self.advance_and_push(snapshots, &commit).await;
                 saved.1 = snapshots;
                 pushed
@@ -217,6 +222,10 @@ impl WorkBranchReporter {
             )),
             Err(e) => Err(format!("saving the work branch stopped: {e}")),
         };
+        tracing::debug!(
+            "work branch `{branch}`: save ended after {} ms",
+            started.elapsed().as_millis()
+        );
         match pushed {
             Ok(()) => *self.saved_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(started),
             Err(message) => tracing::warn!("{message}"),

@@ -618,7 +618,12 @@ impl Snapshots {
     ) -> Result<Option<String>, ToolError> {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
+        let started = std::time::Instant::now();
         git(repo, &["add", "-A", "--", "."], &with_index)?;
+        tracing::debug!(
+            "snapshot: `git add` took {} µs",
+            started.elapsed().as_micros()
+        );
         let index = std::fs::read(&self.index).ok();
         let tree = match self.write_tree(index.as_deref()) {
             Some(tree) => tree,
