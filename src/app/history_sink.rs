@@ -157,9 +157,10 @@ impl HistorySink {
         let started = Instant::now();
         let outcome = self.backend.append(&self.thread, pending).await?;
         tracing::debug!(
-            "history: {} entries committed in {} ms",
+            "history: {} entries committed in {} ms (the last: {})",
             pending.len(),
-            started.elapsed().as_millis()
+            started.elapsed().as_millis(),
+            pending.last().map_or("none", |e| e.body.type_name())
         );
         pending.clear();
         *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -300,9 +301,10 @@ impl crate::history::effects::Journal for HistorySink {
     }
 }
 
-#[async_trait]
-impl EntrySink for HistorySink {
-    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+impl HistorySink {
+    /// Take `entries`; commit now at a flush point, or (`batching`) when a full batch need not
+    /// wait for a save.
+    async fn accept(&self, entries: &[Entry], batching: bool) -> Result<(), HistoryError> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -314,8 +316,21 @@ impl EntrySink for HistorySink {
                 *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             }
             entries.iter().any(is_flush_point)
-                || (pending.len() >= self.commit_every && !self.waits_for_a_save())
+                || (batching && pending.len() >= self.commit_every && !self.waits_for_a_save())
         };
         if due { self.flush().await } else { Ok(()) }
+    }
+}
+
+#[async_trait]
+impl EntrySink for HistorySink {
+    async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        self.accept(entries, true).await
+    }
+
+    /// A full batch is not committed here: the notice's effect entry follows and commits it (or,
+    /// when that would wait for a save of the work, the next flush point does).
+    async fn append_before_notices(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        self.accept(entries, false).await
     }
 }

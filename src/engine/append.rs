@@ -28,7 +28,11 @@ pub async fn commit(
         *state = batch.state;
         return record_checklist(cx, state, comment).await;
     }
-    deps.store.append(&batch.entries).await?;
+    if notices.is_empty() {
+        deps.store.append(&batch.entries).await?;
+    } else {
+        deps.store.append_before_notices(&batch.entries).await?;
+    }
     *state = batch.state;
     for n in &notices {
         deps.reporter.notice(state, n).await;

@@ -10,6 +10,13 @@ use std::sync::{Arc, Mutex};
 pub trait EntrySink: Send + Sync {
     /// Append the entries of one step, all or nothing.
     async fn append(&self, entries: &[Entry]) -> Result<(), HistoryError>;
+
+    /// [`EntrySink::append`] for a step whose notices go out right after: a batching sink holds
+    /// the entries (flush points aside) for the first notice's effect entry, which commits them
+    /// with it — one history commit where a full batch would have made two in a row.
+    async fn append_before_notices(&self, entries: &[Entry]) -> Result<(), HistoryError> {
+        self.append(entries).await
+    }
 }
 
 /// Appends straight to a history backend (local directory, git branch, forge API).

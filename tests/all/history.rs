@@ -1150,6 +1150,54 @@ async fn the_history_sink_batches_commit_every_entries_and_flushes_at_the_end_of
     assert_eq!(count(), 5, "the end of the run flushes at once");
 }
 
+/// A step with a notice: its entries wait for the notice's effect entry even when they fill a
+/// batch, and go out in the same commit (the end of a run whose work is already saved made three
+/// history commits in a row: the full batch, the completion notice's intent, run_finished).
+#[tokio::test]
+async fn entries_before_a_notice_wait_for_its_effect_entry_and_commit_with_it() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    use replan::history::Journal;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
+    let thread = ThreadRef::issue(4);
+    let sink = HistorySink::new(backend.clone(), thread, 2);
+    let types = || -> Vec<&'static str> {
+        jsonl::parse(&backend.load_blocking(&thread).unwrap().text)
+            .entries
+            .iter()
+            .map(|e| e.body.type_name())
+            .collect()
+    };
+    let effect = entry(
+        0,
+        "run",
+        EntryBody::Effect {
+            key: "notice".into(),
+            effect: replan::history::entry::EffectKind::Comment,
+            target: None,
+        },
+    );
+
+    sink.append_before_notices(&[checklist("run", "a"), checklist("run", "b")])
+        .await
+        .unwrap();
+    assert!(types().is_empty(), "a full batch before a notice waits");
+    sink.commit_with(&[effect]).await.unwrap();
+    assert_eq!(types(), ["checklist", "checklist", "effect"]);
+
+    // The same entries without a notice to follow: the full batch commits at once.
+    sink.append(&[checklist("run", "c"), checklist("run", "d")])
+        .await
+        .unwrap();
+    assert_eq!(types().len(), 5);
+    // A flush point before a notice still commits at once.
+    sink.append_before_notices(&[entry(6, "run", run_finished())])
+        .await
+        .unwrap();
+    assert_eq!(types().last(), Some(&"run_finished"));
+}
+
 /// An entry of run "run" that marks `task` done.
 fn task_done(seq: u64, task: &str) -> Entry {
     entry(
