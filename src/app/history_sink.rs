@@ -30,6 +30,9 @@ pub struct HistorySink {
     /// When the latest pending entry that marks a task done was accepted (None: no such entry
     /// is pending). A save of the work that started later holds that task's files.
     done_at: Mutex<Option<Instant>>,
+    /// This sink, once shared ([`HistorySink::shared`]): a full batch is then committed by a
+    /// task of its own, beside the run's next model call.
+    me: std::sync::OnceLock<std::sync::Weak<HistorySink>>,
 }
 
 /// Called before a flush commits entries that mark a task done: the work those entries claim
@@ -78,7 +81,19 @@ impl HistorySink {
             spool: Mutex::new(None),
             before_commit: None,
             done_at: Mutex::new(None),
+            me: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The sink as the run holds it. A full batch (`history.commit_every`) is then committed in
+    /// the background: the entries are in memory and in the spool already, and the step that
+    /// filled the batch need not wait for the commit (nor for the save of the work it may need)
+    /// before the next model call. The next append, flush or effect waits for it (one lock), so
+    /// the order of commits is the order of entries.
+    pub fn shared(self) -> Arc<Self> {
+        let sink = Arc::new(self);
+        let _ = sink.me.set(Arc::downgrade(&sink));
+        sink
     }
 
     /// Run `hook` before every flush that commits a finished task.
@@ -308,17 +323,43 @@ impl HistorySink {
         if entries.is_empty() {
             return Ok(());
         }
-        let due = {
+        let (flush_point, full) = {
             let mut pending = self.pending.lock().await;
             self.spooled(|s| s.write(entries));
             pending.extend_from_slice(entries);
             if finishes_a_task(entries) {
                 *self.done_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             }
-            entries.iter().any(is_flush_point)
-                || (batching && pending.len() >= self.commit_every && !self.waits_for_a_save())
+            (
+                entries.iter().any(is_flush_point),
+                batching && pending.len() >= self.commit_every && !self.waits_for_a_save(),
+            )
         };
-        if due { self.flush().await } else { Ok(()) }
+        if flush_point {
+            return self.flush().await;
+        }
+        if full {
+            return self.commit_batch().await;
+        }
+        Ok(())
+    }
+
+    /// Commit a full batch: in a task of its own when the sink is shared and a runtime runs it;
+    /// a failure there leaves the entries pending (and spooled) for the next flush, which
+    /// reports it if it persists.
+    async fn commit_batch(&self) -> Result<(), HistoryError> {
+        let me = self.me.get().and_then(std::sync::Weak::upgrade);
+        let (Some(me), Ok(runtime)) = (me, tokio::runtime::Handle::try_current()) else {
+            return self.flush().await;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = me.flush().await {
+                tracing::warn!(
+                    "history: a batch of entries could not be committed yet ({e}); they stay pending for the next commit"
+                );
+            }
+        });
+        Ok(())
     }
 }
 

@@ -1198,6 +1198,109 @@ async fn entries_before_a_notice_wait_for_its_effect_entry_and_commit_with_it() 
     assert_eq!(types().last(), Some(&"run_finished"));
 }
 
+/// A local history whose appends wait for the test to open a gate, and fail while `failing`.
+struct GatedHistory {
+    inner: LocalHistory,
+    gate: tokio::sync::Semaphore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl replan::history::HistoryBackend for GatedHistory {
+    async fn load(
+        &self,
+        thread: &ThreadRef,
+    ) -> Result<replan::history::LoadedHistory, replan::history::HistoryError> {
+        self.inner.load(thread).await
+    }
+
+    async fn append(
+        &self,
+        thread: &ThreadRef,
+        entries: &[Entry],
+    ) -> Result<replan::history::AppendOutcome, replan::history::HistoryError> {
+        let _pass = self.gate.acquire().await.unwrap();
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(replan::history::HistoryError::Backend(
+                "the forge is down".into(),
+            ));
+        }
+        self.inner.append(thread, entries).await
+    }
+
+    async fn threads(&self) -> Result<Vec<ThreadRef>, replan::history::HistoryError> {
+        self.inner.threads().await
+    }
+
+    async fn rewrite(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+    ) -> Result<replan::history::AppendOutcome, replan::history::HistoryError> {
+        self.inner.rewrite(thread, text).await
+    }
+}
+
+/// The run's sink commits a full batch beside what the run does next: the append returns while
+/// the commit still waits on the forge, the next flush waits for it, and a batch that failed is
+/// still pending (and committed) at the next flush, in order.
+#[tokio::test]
+async fn a_full_batch_is_committed_in_the_background_and_a_failed_one_by_the_next_flush() {
+    use replan::app::history_sink::HistorySink;
+    use replan::engine::journal::EntrySink;
+    let dir = tempfile::tempdir().unwrap();
+    let thread = ThreadRef::issue(4);
+    let backend = Arc::new(GatedHistory {
+        inner: LocalHistory::new(dir.path(), "planning_history"),
+        gate: tokio::sync::Semaphore::new(0),
+        failing: std::sync::atomic::AtomicBool::new(false),
+    });
+    let sink = HistorySink::new(backend.clone(), thread, 2).shared();
+    let lines = || -> Vec<String> {
+        jsonl::parse(&backend.inner.load_blocking(&thread).unwrap().text)
+            .entries
+            .iter()
+            .map(|e| match &e.body {
+                EntryBody::Checklist { comment_id } => comment_id.clone(),
+                other => other.type_name().to_owned(),
+            })
+            .collect()
+    };
+    let quick = std::time::Duration::from_secs(5);
+
+    tokio::time::timeout(
+        quick,
+        sink.append(&[checklist("run", "a"), checklist("run", "b")]),
+    )
+    .await
+    .expect("a full batch does not hold up the run while the forge is slow")
+    .unwrap();
+    assert!(lines().is_empty());
+    backend.gate.add_permits(1);
+    sink.flush().await.unwrap();
+    assert_eq!(lines(), ["a", "b"]);
+
+    backend
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    backend.gate.add_permits(1);
+    sink.append(&[checklist("run", "c"), checklist("run", "d")])
+        .await
+        .unwrap();
+    // Let the background commit run and fail.
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(lines(), ["a", "b"]);
+    backend
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    backend.gate.add_permits(10);
+    sink.append(&[checklist("run", "e")]).await.unwrap();
+    sink.flush().await.unwrap();
+    assert_eq!(lines(), ["a", "b", "c", "d", "e"]);
+}
+
 /// An entry of run "run" that marks `task` done.
 fn task_done(seq: u64, task: &str) -> Entry {
     entry(

@@ -197,7 +197,7 @@ pub(super) async fn cycle_on_thread(
     if let Some(saver) = work_saver {
         sink = sink.with_before_commit(saver);
     }
-    let sink = Arc::new(sink);
+    let sink = sink.shared();
     let journal: Arc<dyn crate::history::effects::Journal> = sink.clone();
     ctx.effect_route.bind(Arc::downgrade(&journal));
     let on_sigterm = sink.flush_on_sigterm();
