@@ -36,6 +36,7 @@ struct Log {
 pub struct ScriptedLlm {
     server: TestServer,
     log: Arc<Mutex<Log>>,
+    latency: Duration,
 }
 
 impl ScriptedLlm {
@@ -94,7 +95,16 @@ impl ScriptedLlm {
             seen.lock().unwrap_or_else(|e| e.into_inner()).handler_time += start.elapsed();
             response
         }));
-        ScriptedLlm { server, log }
+        ScriptedLlm {
+            server,
+            log,
+            latency,
+        }
+    }
+
+    /// How long each answer takes.
+    pub fn latency(&self) -> Duration {
+        self.latency
     }
 
     /// Base URL for OpenAI-compatible clients.

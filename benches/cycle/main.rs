@@ -55,7 +55,14 @@ fn main() {
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
     if let Some(other) = std::env::var_os("REPLAN_BENCH_AB") {
-        interleaved_cycle20(Path::new(&other), if quick { 8 } else { 20 });
+        let zero = ScriptedLlm::start(scenario::cycle_scenario(20), Some(scenario::execute_step()));
+        interleaved_cycle20(Path::new(&other), &zero, if quick { 8 } else { 20 });
+        let slow = ScriptedLlm::answering_after(
+            MODEL_LATENCY,
+            scenario::cycle_scenario(20),
+            Some(scenario::execute_step()),
+        );
+        interleaved_cycle20(Path::new(&other), &slow, if quick { 3 } else { 8 });
     }
     model_latency_cycle20(quick);
     wire::check();
@@ -183,22 +190,23 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
 
 /// `REPLAN_BENCH_AB=<another replan binary>`: the 20-subtask cycle with this build and that one
 /// in turn, run after run, so both see the same machine (a shared VM's speed drifts by half
-/// within minutes, and separate bench runs do not compare).
-fn interleaved_cycle20(other: &Path, pairs: usize) {
+/// within minutes, and separate bench runs do not compare); with the zero-latency model and
+/// with one that answers in [`MODEL_LATENCY`] (where the work beside the model's calls drops out).
+fn interleaved_cycle20(other: &Path, llm: &ScriptedLlm, pairs: usize) {
     println!(
-        "## The 20-subtask cycle, interleaved with `{}`\n",
-        other.display()
+        "## The 20-subtask cycle, interleaved with `{}`, model latency {} ms\n",
+        other.display(),
+        llm.latency().as_millis()
     );
     println!("| binary | runs | wall minus LLM ms, median (min) | CPU ms, median |");
     println!("| --- | ---: | ---: | ---: |");
-    let llm = ScriptedLlm::start(scenario::cycle_scenario(20), Some(scenario::execute_step()));
     let mut world = World::new();
     let binaries = [Path::new(world::REPLAN), other];
     let mut net = [Samples::default(), Samples::default()];
     let mut cpu = [Samples::default(), Samples::default()];
     for _ in 0..pairs {
         for (i, binary) in binaries.iter().enumerate() {
-            let run = run_cycle(&mut world, &llm, binary, 20);
+            let run = run_cycle(&mut world, llm, binary, 20);
             net[i].push(ms(run.result.wall) - run.model_ms);
             cpu[i].push(ms(run.result.cpu));
         }
@@ -221,8 +229,10 @@ fn interleaved_cycle20(other: &Path, pairs: usize) {
 /// summary, history commits beside the next call) drops out of "wall minus LLM", which is then
 /// what a user waits for beyond the model. Not a key of the bench JSON: the key keeps the
 /// zero-latency model.
+/// The model latency of the rows that show what the model's time hides.
+const MODEL_LATENCY: std::time::Duration = std::time::Duration::from_millis(25);
+
 fn model_latency_cycle20(quick: bool) {
-    const MODEL_LATENCY: std::time::Duration = std::time::Duration::from_millis(25);
     let runs = if quick { 2 } else { 5 };
     println!(
         "## The 20-subtask cycle with a model that answers in {} ms\n",
