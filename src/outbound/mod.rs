@@ -124,15 +124,19 @@ pub fn redact_json_with<'a>(redactor: &Redactor, value: &'a Value) -> std::borro
     std::borrow::Cow::Owned(copy)
 }
 
+/// Whether redacting `text` would change it.
+fn masks(redactor: &Redactor, text: &str) -> bool {
+    matches!(redactor.redact(text), std::borrow::Cow::Owned(_))
+}
+
 /// Whether redacting `value` would change a string or a key in it.
 fn masks_something(redactor: &Redactor, value: &Value) -> bool {
-    let masks = |text: &str| matches!(redactor.redact(text), std::borrow::Cow::Owned(_));
     match value {
-        Value::String(text) => masks(text),
+        Value::String(text) => masks(redactor, text),
         Value::Array(items) => items.iter().any(|item| masks_something(redactor, item)),
         Value::Object(map) => map
             .iter()
-            .any(|(key, item)| masks(key) || masks_something(redactor, item)),
+            .any(|(key, item)| masks(redactor, key) || masks_something(redactor, item)),
         _ => false,
     }
 }
@@ -157,9 +161,7 @@ fn redact_json_in_place(redactor: &Redactor, value: &mut Value) {
             }
         }
         Value::Object(map) => {
-            let masks_a_key = map
-                .keys()
-                .any(|key| matches!(redactor.redact(key), std::borrow::Cow::Owned(_)));
+            let masks_a_key = map.keys().any(|key| masks(redactor, key));
             if masks_a_key {
                 *map = std::mem::take(map)
                     .into_iter()
