@@ -1150,6 +1150,28 @@ async fn the_history_sink_batches_commit_every_entries_and_flushes_at_the_end_of
     assert_eq!(count(), 5, "the end of the run flushes at once");
 }
 
+/// The types of the entries committed to issue 4's history in `backend`, in file order.
+fn committed_types(backend: &LocalHistory) -> Vec<&'static str> {
+    jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
+        .entries
+        .iter()
+        .map(|e| e.body.type_name())
+        .collect()
+}
+
+/// The intent of a comment posted under `key`.
+fn comment_effect(key: &str) -> Entry {
+    entry(
+        0,
+        "run",
+        EntryBody::Effect {
+            key: key.into(),
+            effect: replan::history::entry::EffectKind::Comment,
+            target: None,
+        },
+    )
+}
+
 /// A step with a notice: its entries wait for the notice's effect entry even when they fill a
 /// batch, and go out in the same commit (the end of a run whose work is already saved made three
 /// history commits in a row: the full batch, the completion notice's intent, run_finished).
@@ -1162,28 +1184,13 @@ async fn entries_before_a_notice_wait_for_its_effect_entry_and_commit_with_it() 
     let backend = Arc::new(LocalHistory::new(dir.path(), "planning_history"));
     let thread = ThreadRef::issue(4);
     let sink = HistorySink::new(backend.clone(), thread, 2);
-    let types = || -> Vec<&'static str> {
-        jsonl::parse(&backend.load_blocking(&thread).unwrap().text)
-            .entries
-            .iter()
-            .map(|e| e.body.type_name())
-            .collect()
-    };
-    let effect = entry(
-        0,
-        "run",
-        EntryBody::Effect {
-            key: "notice".into(),
-            effect: replan::history::entry::EffectKind::Comment,
-            target: None,
-        },
-    );
+    let types = || committed_types(&backend);
 
     sink.append_before_notices(&[checklist("run", "a"), checklist("run", "b")])
         .await
         .unwrap();
     assert!(types().is_empty(), "a full batch before a notice waits");
-    sink.commit_with(&[effect]).await.unwrap();
+    sink.commit_with(&[comment_effect("notice")]).await.unwrap();
     assert_eq!(types(), ["checklist", "checklist", "effect"]);
 
     // The same entries without a notice to follow: the full batch commits at once.
@@ -1449,24 +1456,8 @@ async fn an_effect_entry_commits_with_the_pending_entries_unless_that_forces_a_s
     use replan::history::Journal;
     let dir = tempfile::tempdir().unwrap();
     let (backend, hook, sink) = sink_after_a_recent_save(dir.path(), 20);
-    let types = || -> Vec<&'static str> {
-        jsonl::parse(&backend.load_blocking(&ThreadRef::issue(4)).unwrap().text)
-            .entries
-            .iter()
-            .map(|e| e.body.type_name())
-            .collect()
-    };
-    let effect = |key: &str| {
-        entry(
-            0,
-            "run",
-            EntryBody::Effect {
-                key: key.into(),
-                effect: replan::history::entry::EffectKind::Comment,
-                target: None,
-            },
-        )
-    };
+    let types = || committed_types(&backend);
+    let effect = comment_effect;
 
     sink.append(&[checklist("run", "a")]).await.unwrap();
     sink.commit_with(&[effect("k1")]).await.unwrap();
