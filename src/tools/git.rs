@@ -768,9 +768,21 @@ pub(crate) fn isolated_git(dir: &Path) -> std::process::Command {
 mod token_push_tests {
     use super::*;
 
-    fn run(dir: &Path, args: &[&str]) {
+    pub(super) fn run(dir: &Path, args: &[&str]) {
         let ok = isolated_git(dir).args(args).status().unwrap().success();
         assert!(ok, "git {args:?}");
+    }
+
+    /// Under `dir`: `work` with `a.txt` committed on `main`, and an empty bare `remote.git`.
+    pub(super) fn work_and_bare_remote(dir: &Path) -> (PathBuf, PathBuf) {
+        let (work, remote) = (dir.join("work"), dir.join("remote.git"));
+        std::fs::create_dir_all(&work).unwrap();
+        run(dir, &["init", "-q", "--bare", remote.to_str().unwrap()]);
+        run(&work, &["init", "-q", "-b", "main"]);
+        std::fs::write(work.join("a.txt"), "a\n").unwrap();
+        run(&work, &["add", "-A"]);
+        run(&work, &["commit", "-q", "-m", "a"]);
+        (work, remote)
     }
 
     /// A new repository (`git init` with `init_args`) whose `main` has `a.txt` committed.
@@ -891,16 +903,7 @@ mod token_push_tests {
     #[tokio::test]
     async fn pushes_the_branch_to_the_url_and_never_shows_the_token() {
         let tmp = tempfile::tempdir().unwrap();
-        let (work, remote) = (tmp.path().join("work"), tmp.path().join("remote.git"));
-        std::fs::create_dir_all(&work).unwrap();
-        run(
-            tmp.path(),
-            &["init", "-q", "--bare", remote.to_str().unwrap()],
-        );
-        run(&work, &["init", "-q", "-b", "main"]);
-        std::fs::write(work.join("a.txt"), "a").unwrap();
-        run(&work, &["add", "-A"]);
-        run(&work, &["commit", "-q", "-m", "a"]);
+        let (work, remote) = work_and_bare_remote(tmp.path());
         run(&work, &["branch", "replan/issue-1"]);
 
         let token = "glpat-secret-token-value";

@@ -40,23 +40,8 @@ const BRANCH: &str = "replan/work/issue-8";
 /// A checkout with `a.txt` on `main`, pushed to a bare repository.
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let (work, remote) = (dir.path().join("work"), dir.path().join("remote.git"));
-    std::fs::create_dir_all(&work).unwrap();
-    let run = |dir: &Path, args: &[&str]| {
-        assert!(
-            isolated_git(dir).args(args).status().unwrap().success(),
-            "git {args:?}"
-        );
-    };
-    run(
-        dir.path(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    run(&work, &["init", "-q", "-b", "main"]);
-    std::fs::write(work.join("a.txt"), "a\n").unwrap();
-    run(&work, &["add", "-A"]);
-    run(&work, &["commit", "-q", "-m", "a"]);
-    run(&work, &["push", "-q", remote.to_str().unwrap(), "main"]);
+    let (work, remote) = super::token_push_tests::work_and_bare_remote(dir.path());
+    super::token_push_tests::run(&work, &["push", "-q", remote.to_str().unwrap(), "main"]);
     let publisher = Counted {
         remote: remote.clone(),
         pushes: Arc::default(),
