@@ -23,7 +23,7 @@ mod wire;
 mod world;
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use replan::config::PlanningMode;
 use replan::llm::scenario::{Scenario, ScenarioMode};
@@ -55,13 +55,9 @@ fn main() {
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
     if let Some(other) = std::env::var_os("REPLAN_BENCH_AB") {
-        let zero = ScriptedLlm::start(scenario::cycle_scenario(20), Some(scenario::execute_step()));
+        let zero = scenario::cycle_llm(20, Duration::ZERO);
         interleaved_cycle20(Path::new(&other), &zero, if quick { 8 } else { 20 });
-        let slow = ScriptedLlm::answering_after(
-            MODEL_LATENCY,
-            scenario::cycle_scenario(20),
-            Some(scenario::execute_step()),
-        );
+        let slow = scenario::cycle_llm(20, MODEL_LATENCY);
         interleaved_cycle20(Path::new(&other), &slow, if quick { 3 } else { 8 });
     }
     model_latency_cycle20(quick);
@@ -101,7 +97,7 @@ fn machine() {
     println!();
 }
 
-fn ms(d: std::time::Duration) -> f64 {
+fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
@@ -120,7 +116,7 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
     let mut tokens20 = None;
     for (n, reps) in [(5usize, 7usize), (20, 7), (100, 3)] {
         let reps = if quick { 2 } else { reps };
-        let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
+        let llm = scenario::cycle_llm(n, Duration::ZERO);
         let mut world = World::new();
         let (mut wall, mut net, mut rss) = (Samples::default(), Samples::default(), 0i64);
         let mut cpu = Samples::default();
@@ -230,7 +226,7 @@ fn interleaved_cycle20(other: &Path, llm: &ScriptedLlm, pairs: usize) {
 /// what a user waits for beyond the model. Not a key of the bench JSON: the key keeps the
 /// zero-latency model.
 /// The model latency of the rows that show what the model's time hides.
-const MODEL_LATENCY: std::time::Duration = std::time::Duration::from_millis(25);
+const MODEL_LATENCY: Duration = Duration::from_millis(25);
 
 fn model_latency_cycle20(quick: bool) {
     let runs = if quick { 2 } else { 5 };
@@ -242,11 +238,7 @@ fn model_latency_cycle20(quick: bool) {
         "| runs | LLM round trips | wall ms, median | model ms | wall minus LLM ms, median (min) |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: |");
-    let llm = ScriptedLlm::answering_after(
-        MODEL_LATENCY,
-        scenario::cycle_scenario(20),
-        Some(scenario::execute_step()),
-    );
+    let llm = scenario::cycle_llm(20, MODEL_LATENCY);
     let mut world = World::new();
     let (mut wall, mut net, mut model, mut trips) =
         (Samples::default(), Samples::default(), 0.0, 0);
@@ -408,7 +400,7 @@ fn planning_modes() {
         kinds.push((format!("hello file, {label}"), t));
     }
     let n = 20;
-    let llm = ScriptedLlm::start(scenario::cycle_scenario(n), Some(scenario::execute_step()));
+    let llm = scenario::cycle_llm(n, Duration::ZERO);
     let mut world = World::new();
     let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
     let mut env = world.env(&llm, &payload);
@@ -487,7 +479,7 @@ fn checklist_render() {
 
 fn start_up(quick: bool, report: &mut Report) {
     println!("## Start-up (spawn → first LLM request, local run)\n");
-    let llm = ScriptedLlm::start(scenario::cycle_scenario(5), Some(scenario::execute_step()));
+    let llm = scenario::cycle_llm(5, Duration::ZERO);
     let samples = startup::measure(&llm, if quick { 5 } else { 25 });
     report.set("startup_ms", samples.median());
     println!("| runs | median ms | min ms | max ms |");

@@ -139,3 +139,9 @@ pub fn execute_step() -> Dynamic {
         })
     })
 }
+
+/// The scripted model of the synthetic `n`-subtask cycle, answering each request after
+/// `latency` (zero: at once).
+pub fn cycle_llm(n: usize, latency: std::time::Duration) -> crate::llm::ScriptedLlm {
+    crate::llm::ScriptedLlm::answering_after(latency, cycle_scenario(n), Some(execute_step()))
+}

@@ -5,8 +5,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use crate::llm::ScriptedLlm;
 use crate::scenario;
 use crate::tokens::{analyse, from_wire};
 use crate::world::World;
@@ -14,7 +14,7 @@ use crate::world::World;
 pub fn check() {
     println!("## Round trips counted on the wire by an independent server\n");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/wire_count.py");
-    let llm = ScriptedLlm::start(scenario::cycle_scenario(20), Some(scenario::execute_step()));
+    let llm = scenario::cycle_llm(20, Duration::ZERO);
     let proxy = Command::new("python3")
         .arg(script)
         .args(["--upstream", &llm.openai_base()])
