@@ -1,4 +1,5 @@
-//! The run's writer to the history backend: entries are batched (`history.commit_every`) and
+//! The run's writer to the history backend: entries are batched (`history.commit_every`; a full
+//! batch commits beside the run's next model call, see [`HistorySink::shared`]) and
 //! always flushed at the points that matter — the end of a planning phase, before a forge write
 //! (with its effect entry, unless they would wait for a save of the work), before the run waits
 //! for a person, at the end of the run and on SIGTERM. Entries that could not be
