@@ -114,6 +114,9 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut tokens20 = None;
+    // Each size's files are removed after the last size is measured, not before the next one
+    // starts (see `World::fresh_checkout`).
+    let mut finished = Vec::new();
     for (n, reps) in [(5usize, 7usize), (20, 7), (100, 3)] {
         let reps = if quick { 2 } else { reps };
         let llm = scenario::cycle_llm(n, Duration::ZERO);
@@ -162,8 +165,10 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
             cpu.median(),
             rss as f64 / 1024.0
         );
+        finished.push(world);
     }
     println!();
+    drop(finished);
     if let Some(t) = tokens20 {
         report.set("cycle20_prompt_tokens", t.prompt_tokens as f64);
         report.set("plan_round_trips", t.to_validated_plan as f64);
@@ -269,10 +274,10 @@ struct CycleRun {
 /// `binary` runs the `n`-subtask cycle on a new issue, from the initial commit, with the forge's
 /// request log cleared first; the run must complete.
 fn run_cycle(world: &mut World, llm: &ScriptedLlm, binary: &Path, n: usize) -> CycleRun {
+    world.fresh_checkout();
     let (number, payload) = world.new_issue("Write the notes", "One notes file per step.");
     let env = world.env(llm, &payload);
     world.fake.clear_requests();
-    world.reset_workspace();
     let result = world.run_binary(binary, &env);
     let (requests, unmatched, handler) = llm.take();
     check_completed(&result, n, &unmatched);

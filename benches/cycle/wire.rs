@@ -38,10 +38,10 @@ pub fn check() {
         return;
     };
     let mut world = World::new();
+    world.fresh_checkout();
     let (_, payload) = world.new_issue("Write the notes", "One notes file per step.");
     let mut env = world.env(&llm, &payload);
     env.insert("REPLAN_LLM__BASE_URL".into(), base.clone());
-    world.reset_workspace();
     let result = world.run(&env);
     let (requests, unmatched, _) = llm.take();
     assert!(

@@ -18,8 +18,10 @@ pub const REPLAN: &str = env!("CARGO_BIN_EXE_replan");
 
 pub struct World {
     pub fake: FakeGitHub,
-    _origin: TestRepo,
+    origin: TestRepo,
     checkout: TestRepo,
+    /// The checkouts of earlier runs, removed when the bench ends (see [`World::fresh_checkout`]).
+    used: Vec<TestRepo>,
     files: TempDir,
     runs: u32,
 }
@@ -52,8 +54,9 @@ impl World {
         checkout.run_git(&["push", "-q", "origin", "main"]);
         World {
             fake,
-            _origin: origin,
+            origin,
             checkout,
+            used: Vec::new(),
             files: TempDir::new().expect("temp dir"),
             runs: 0,
         }
@@ -115,11 +118,14 @@ impl World {
         env
     }
 
-    /// Back to the initial commit, so every repetition writes the same new files.
-    pub fn reset_workspace(&self) {
-        self.checkout
-            .run_git(&["reset", "-q", "--hard", "origin/main"]);
-        self.checkout.run_git(&["clean", "-q", "-fdx"]);
+    /// A new clone of `main` for the next run, as a CI job starts from. The earlier runs'
+    /// checkouts stay until the bench ends: deleting their files just before a run would slow
+    /// the run's own file creation on a file system without a journal, where ext4 skips every
+    /// inode freed in the last minutes (`recently_deleted`), and charge that to the run.
+    pub fn fresh_checkout(&mut self) {
+        let checkout = TestRepo::clone_from(&self.origin);
+        let old = std::mem::replace(&mut self.checkout, checkout);
+        self.used.push(old);
     }
 
     /// Runs `replan run` once (a new workflow run id each time).
@@ -143,6 +149,12 @@ impl World {
             .env("GITHUB_RUN_ID", (5000 + self.runs).to_string())
             .env("GITHUB_OUTPUT", &output_file)
             .arg("run");
+        // The previous runs' files reach the disk now, not while this run is timed: the kernel's
+        // writeback would take CPU from it, and on ext4 without a journal, inodes whose table
+        // block is still dirty count as recently freed for six minutes, which every file the
+        // run creates has to skip.
+        // SAFETY: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
         let mut result = measure(command);
         let text = std::fs::read_to_string(&output_file).unwrap_or_default();
         result.outputs = replan::actions::outputs::parse(&text).into_iter().collect();
