@@ -9,6 +9,7 @@
 use crate::history::SessionState;
 use crate::report::{Notice, Reporter};
 use crate::tools::git::{CommitAuthor, Publisher, Snapshots, restore_working_tree};
+use crate::tools::git_wire::Opened;
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -193,15 +194,24 @@ impl WorkBranchReporter {
         );
         let publisher = self.publisher.clone();
         tracing::debug!("work branch `{branch}`: save started");
-        let committed = tokio::task::spawn_blocking(move || {
+        // The remote's side of the push starts beside `git add` and the commit, when the commit
+        // will come with a pack to send.
+        let packs = known.as_ref().is_some_and(Snapshots::packs_next);
+        let opening = async {
+            match packs {
+                true => self.publisher.open_push(&self.workspace).await,
+                false => None,
+            }
+        };
+        let committing = tokio::task::spawn_blocking(move || {
             let mut snapshots = match known {
                 Some(known) => known,
                 None => open(&repo, &name, publisher.as_ref())?,
             };
             let commit = snapshots.commit(&repo, &message, &author)?;
             Ok::<_, crate::tools::ToolError>((snapshots, commit))
-        })
-        .await;
+        });
+        let (committed, opened) = tokio::join!(committing, opening);
         let pushed = match committed {
             Ok(Ok((snapshots, None))) => {
                 saved.1 = Some(snapshots);
@@ -212,7 +222,7 @@ impl WorkBranchReporter {
                     "work branch `{branch}`: {commit} committed after {} ms",
                     started.elapsed().as_millis()
                 );
-                let (snapshots, pushed) = self.advance_and_push(snapshots, &commit).await;
+                let (snapshots, pushed) = self.advance_and_push(snapshots, &commit, opened).await;
                 saved.1 = snapshots;
                 pushed
             }
@@ -240,6 +250,7 @@ impl WorkBranchReporter {
         &self,
         mut snapshots: Snapshots,
         commit: &str,
+        opened: Option<Opened>,
     ) -> (Option<Snapshots>, Result<(), String>) {
         let branch = work_branch(&self.thread);
         let outgoing = snapshots.take_outgoing();
@@ -248,9 +259,13 @@ impl WorkBranchReporter {
             let moved = snapshots.advance(&repo, &name, &id);
             (snapshots, moved)
         });
-        let push =
-            self.publisher
-                .publish_commit(&self.workspace, commit, &branch, outgoing.as_ref());
+        let push = self.publisher.publish_commit(
+            &self.workspace,
+            commit,
+            &branch,
+            outgoing.as_ref(),
+            opened,
+        );
         let (advanced, pushed) = if self.publisher.pushes_commits() {
             tokio::join!(advance, push)
         } else {

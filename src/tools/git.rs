@@ -4,7 +4,7 @@
 //! index and the working tree stay exactly as they were: the run can go on editing and testing
 //! after a pull request was opened.
 
-use super::git_wire::{Outgoing, PushSettings, Remote};
+use super::git_wire::{Opened, Outgoing, PushSettings, Remote};
 use super::remote_objects::{RemoteObjects, TreeObjects, tree_objects};
 use super::{ToolError, ToolErrorKind};
 use async_trait::async_trait;
@@ -57,16 +57,24 @@ pub trait Publisher: Send + Sync {
     }
 
     /// Make `commit` the forge's `branch` (a fast-forward), sending `outgoing` without
-    /// `git push` where the publisher can. Publishers that do not push commits publish the
-    /// local branch, which must already point at `commit`.
+    /// `git push` where the publisher can, through `opened` when the push was started ahead
+    /// ([`Publisher::open_push`]). Publishers that do not push commits publish the local
+    /// branch, which must already point at `commit`.
     async fn publish_commit(
         &self,
         repo: &Path,
         _commit: &str,
         branch: &str,
         _outgoing: Option<&Outgoing>,
+        _opened: Option<Opened>,
     ) -> Result<(), ToolError> {
         self.publish(repo, branch).await
+    }
+
+    /// Start the next push now, before the commit it will send exists (see [`Opened`]): `None`
+    /// when this publisher sends no packs or the remote cannot be reached that way.
+    async fn open_push(&self, _repo: &Path) -> Option<Opened> {
+        None
     }
 
     /// Find out ahead of the first push how it reaches the remote (blocking: asks git).
@@ -108,6 +116,18 @@ fn remote_of<P: GitPush>(pusher: &P, repo: &Path) -> Option<Remote> {
         .clone()
 }
 
+/// [`remote_of`] from an async caller: asked on a worker thread the first time.
+async fn resolved_remote<P: GitPush>(pusher: &P, repo: &Path) -> Option<Remote> {
+    if let Some(known) = pusher.resolved().get() {
+        return known.clone();
+    }
+    let (pusher, dir) = (pusher.clone(), repo.to_path_buf());
+    tokio::task::spawn_blocking(move || remote_of(&pusher, &dir))
+        .await
+        .ok()
+        .flatten()
+}
+
 /// Push `source` (a local branch or a commit id) to `branch` on a worker thread.
 async fn push<P: GitPush>(
     pusher: &P,
@@ -143,26 +163,31 @@ impl<P: GitPush> Publisher for P {
         commit: &str,
         branch: &str,
         outgoing: Option<&Outgoing>,
+        opened: Option<Opened>,
     ) -> Result<(), ToolError> {
         if let Some(outgoing) = outgoing.filter(|o| o.commit == commit) {
-            let remote = match self.resolved().get() {
-                Some(known) => known.clone(),
-                None => {
-                    let (pusher, dir) = (self.clone(), repo.to_path_buf());
-                    tokio::task::spawn_blocking(move || remote_of(&pusher, &dir))
-                        .await
-                        .ok()
-                        .flatten()
-                }
+            let pushed = match opened {
+                Some(opened) => opened.push(branch, outgoing).await,
+                None => match resolved_remote(self, repo).await {
+                    Some(remote) => remote.push(branch, outgoing).await,
+                    None => Err("the remote is not one Replan pushes to itself".to_owned()),
+                },
             };
-            if let Some(remote) = remote {
-                match remote.push(branch, outgoing).await {
-                    Ok(()) => return Ok(()),
-                    Err(why) => tracing::debug!("pushing `{branch}` is left to git: {why}"),
-                }
+            match pushed {
+                Ok(()) => return Ok(()),
+                Err(why) => tracing::debug!("pushing `{branch}` is left to git: {why}"),
             }
         }
         push(self, repo, commit, branch, false).await
+    }
+
+    async fn open_push(&self, repo: &Path) -> Option<Opened> {
+        let remote = resolved_remote(self, repo).await?;
+        remote
+            .open()
+            .await
+            .inspect_err(|why| tracing::debug!("the push could not be started ahead: {why}"))
+            .ok()
     }
 
     fn prepare(&self, repo: &Path) {
@@ -686,6 +711,12 @@ impl Snapshots {
             self.outgoing = remote.outgoing(this, &contents, objects);
         }
         self.pending = Some((commit.to_owned(), tree_objects(&contents)));
+    }
+
+    /// Whether the next commit will come with a pack (see [`Snapshots::take_outgoing`]): the
+    /// save may then start its push before the commit is made.
+    pub fn packs_next(&self) -> bool {
+        self.packs && self.objects.is_some() && self.remote.is_some()
     }
 
     /// The pack for pushing the last commit, when the push can do without `git push`.

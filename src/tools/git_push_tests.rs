@@ -72,7 +72,7 @@ impl Setup {
         let before = self.pushes();
         let pushed = self
             .publisher
-            .publish_commit(&self.work, &commit, BRANCH, outgoing.as_ref())
+            .publish_commit(&self.work, &commit, BRANCH, outgoing.as_ref(), None)
             .await;
         snapshots.pushed(pushed.is_ok());
         SavedPush {
@@ -265,4 +265,56 @@ fn saves_for_a_publisher_that_sends_no_pack_make_none() {
     let commit = snapshots.commit(&s.work, "save", &CommitAuthor::default());
     assert!(commit.unwrap().is_some());
     assert!(snapshots.take_outgoing().is_none());
+}
+
+/// A save starts its push before `git add` and the commit (the remote's `git receive-pack`
+/// waits with its advertisement): the pack goes through it, and a branch someone else moved in
+/// between is refused by the remote, not overwritten.
+#[tokio::test]
+async fn a_push_started_before_its_commit_sends_it_and_never_overwrites_a_moved_branch() {
+    let s = setup();
+    let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
+    assert!(snapshots.packs_next());
+    let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
+    assert!(first.pushed && !first.git_push, "{first:?}");
+
+    let save_opened_ahead = async |snapshots: &mut Snapshots, file: &str, meanwhile: &dyn Fn()| {
+        let opened = s.publisher.open_push(&s.work).await;
+        assert!(opened.is_some(), "a local remote's push starts ahead");
+        meanwhile();
+        std::fs::write(s.work.join(file), "x\n").unwrap();
+        let commit = snapshots
+            .commit(&s.work, "save", &CommitAuthor::default())
+            .unwrap()
+            .unwrap();
+        let outgoing = snapshots.take_outgoing();
+        let before = s.pushes();
+        let pushed = s
+            .publisher
+            .publish_commit(&s.work, &commit, BRANCH, outgoing.as_ref(), opened)
+            .await;
+        snapshots.pushed(pushed.is_ok());
+        (commit, pushed.is_ok(), s.pushes() > before)
+    };
+    let (second, pushed, git_push) = save_opened_ahead(&mut snapshots, "c.txt", &|| {}).await;
+    assert!(pushed && !git_push);
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), second);
+    s.remote_git(&["fsck", "--strict", "--no-dangling"]);
+
+    let identity = CommitAuthor::default();
+    let moved = git(
+        &s.remote,
+        &["commit-tree", "main^{tree}", "-p", "main", "-m", "other"],
+        &identity.identity(),
+    )
+    .unwrap();
+    let move_it = || s.remote_git(&["update-ref", &format!("refs/heads/{BRANCH}"), &moved]);
+    let (_, pushed, git_push) =
+        save_opened_ahead(&mut snapshots, "d.txt", &|| drop(move_it())).await;
+    assert!(!pushed && git_push, "refused in-process, then by git");
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), moved);
+
+    // Started and never used: the waiting receive-pack is told there is nothing to push.
+    drop(s.publisher.open_push(&s.work).await.expect("started"));
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), moved);
 }

@@ -1194,7 +1194,7 @@ async fn a_snapshot_commit_is_pushed_by_id_and_the_branch_moves_only_from_where_
     let outgoing = snapshots.take_outgoing();
     assert!(outgoing.is_some(), "a save knows what its commit adds");
     publisher
-        .publish_commit(repo.path(), &commit, branch, outgoing.as_ref())
+        .publish_commit(repo.path(), &commit, branch, outgoing.as_ref(), None)
         .await
         .unwrap();
     assert_eq!(
@@ -1255,6 +1255,12 @@ async fn a_save_reaches_an_http_remote_with_the_checkouts_header_and_without_git
     let mut snapshots = Snapshots::open_for_push(repo.path(), branch).unwrap();
     let mut commits = Vec::new();
     for (path, text) in [("b.txt", "b\n"), ("docs/c.md", "c\n")] {
+        // As a save does: the advertisement is read before the commit exists.
+        assert!(snapshots.packs_next());
+        let asked = http.requests().len();
+        let opened = publisher.open_push(repo.path()).await;
+        assert!(opened.is_some(), "the push starts ahead of its commit");
+        assert_eq!(http.requests().len(), asked + 1, "the GET went out first");
         repo.write(path, text);
         let commit = snapshots
             .commit(repo.path(), "save", &CommitAuthor::default())
@@ -1264,7 +1270,7 @@ async fn a_save_reaches_an_http_remote_with_the_checkouts_header_and_without_git
         assert!(outgoing.is_some(), "the save knows what its commit adds");
         snapshots.advance(repo.path(), branch, &commit).unwrap();
         publisher
-            .publish_commit(repo.path(), &commit, branch, outgoing.as_ref())
+            .publish_commit(repo.path(), &commit, branch, outgoing.as_ref(), opened)
             .await
             .unwrap();
         snapshots.pushed(true);

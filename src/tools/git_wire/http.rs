@@ -36,8 +36,8 @@ impl HttpRemote {
         request
     }
 
-    /// Push `pack` and `update`.
-    pub async fn push(&self, update: &Update<'_>, pack: &[u8]) -> Result<(), String> {
+    /// The first half of a push: the ref advertisement, read before the commit to push exists.
+    pub async fn open(&self) -> Result<Opened, String> {
         let client = crate::http::builder()?
             // git follows no redirect of a push's POST, and a redirect may leave the origin the
             // headers were meant for.
@@ -59,18 +59,11 @@ impl HttpRemote {
         }
         let lines = pkt_line::read_until_flush(&mut input)
             .ok_or("the remote's ref advertisement is cut off")?;
-        let sent = request(&Advertised::parse(&lines)?, update, pack)?;
-        let answer = self
-            .with_headers(client.post(format!("{base}/{SERVICE}")))
-            .header("Content-Type", format!("application/x-{SERVICE}-request"))
-            .header("Accept", format!("application/x-{SERVICE}-result"))
-            .body(sent)
-            .send()
-            .await;
-        let body = Self::body(answer, "result").await?;
-        let report = pkt_line::read_until_flush(&mut body.as_slice())
-            .ok_or("the remote's report is cut off")?;
-        check_report(&report, update.branch)
+        Ok(Opened {
+            remote: self.clone(),
+            client,
+            advertised: Advertised::parse(&lines)?,
+        })
     }
 
     /// The body of a `200` answer of content type `application/x-git-receive-pack-<kind>`.
@@ -99,6 +92,33 @@ impl HttpRemote {
             .await
             .map_err(|e| format!("reading the answer failed ({})", kind_of(&e)))?;
         Ok(bytes.to_vec())
+    }
+}
+
+/// An HTTP push whose advertisement was read: the second half sends the command and the pack.
+pub struct Opened {
+    remote: HttpRemote,
+    client: reqwest::Client,
+    advertised: Advertised,
+}
+
+impl Opened {
+    /// Send `update` and `pack` in one `POST …/git-receive-pack` and read the report.
+    pub async fn push(self, update: &Update<'_>, pack: &[u8]) -> Result<(), String> {
+        let sent = request(&self.advertised, update, pack)?;
+        let base = self.remote.url.trim_end_matches('/');
+        let answer = self
+            .remote
+            .with_headers(self.client.post(format!("{base}/{SERVICE}")))
+            .header("Content-Type", format!("application/x-{SERVICE}-request"))
+            .header("Accept", format!("application/x-{SERVICE}-result"))
+            .body(sent)
+            .send()
+            .await;
+        let body = HttpRemote::body(answer, "result").await?;
+        let report = pkt_line::read_until_flush(&mut body.as_slice())
+            .ok_or("the remote's report is cut off")?;
+        check_report(&report, update.branch)
     }
 }
 

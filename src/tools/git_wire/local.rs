@@ -4,9 +4,9 @@
 
 use super::pkt_line;
 use super::receive_pack::{Advertised, Update, check_report, request};
-use std::io::Write as _;
+use std::io::{BufReader, Write as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// Variables that describe the pushing repository, which `git push` removes before it starts
 /// the receiving side (git's `local_repo_env`).
@@ -28,8 +28,18 @@ const LOCAL_REPO_ENV: &[&str] = &[
     "GIT_COMMON_DIR",
 ];
 
-/// Push `pack` and `update` to the repository at `path` (blocking).
-pub fn push(path: &Path, update: &Update, pack: &[u8]) -> Result<(), String> {
+/// A `git receive-pack` that has advertised its refs and waits for the push's commands: started
+/// before the commit it will take exists, so its start is not on the save's path. Dropped
+/// unused, it is told there is nothing to push (a flush) and reaped.
+pub struct Receiving {
+    child: Child,
+    input: Option<ChildStdin>,
+    output: BufReader<ChildStdout>,
+    advertised: Advertised,
+}
+
+/// Start `git receive-pack` for the repository at `path` and read its advertisement (blocking).
+pub fn open(path: &Path) -> Result<Receiving, String> {
     let mut command = Command::new("git");
     command
         .arg("receive-pack")
@@ -43,30 +53,59 @@ pub fn push(path: &Path, update: &Update, pack: &[u8]) -> Result<(), String> {
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start `git receive-pack`: {e}"))?;
-    let (mut input, mut output) = match (child.stdin.take(), child.stdout.take()) {
-        (Some(input), Some(output)) => (input, std::io::BufReader::new(output)),
-        _ => return Err("`git receive-pack` has no pipes".to_owned()),
+    let (input, output) = match (child.stdin.take(), child.stdout.take()) {
+        (Some(input), Some(output)) => (input, BufReader::new(output)),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("`git receive-pack` has no pipes".to_owned());
+        }
     };
-    let outcome = (|| {
-        let lines = pkt_line::read_until_flush(&mut output)
-            .ok_or("`git receive-pack` ended before its advertisement")?;
-        let sent = request(&Advertised::parse(&lines)?, update, pack);
-        // A flush with no command ends the session when nothing is sent.
-        let bytes = sent.as_deref().unwrap_or(pkt_line::FLUSH);
-        input
-            .write_all(bytes)
-            .map_err(|e| format!("`git receive-pack` stopped reading: {e}"))?;
-        drop(input);
-        sent?;
-        let report = pkt_line::read_until_flush(&mut output)
-            .ok_or("`git receive-pack` ended before its report")?;
-        check_report(&report, update.branch)
-    })();
-    let status = child.wait();
-    outcome?;
-    match status {
-        Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(format!("`git receive-pack` exited with {status}")),
-        Err(e) => Err(format!("`git receive-pack` could not be waited for: {e}")),
+    let mut receiving = Receiving {
+        child,
+        input: Some(input),
+        output,
+        advertised: Advertised::default(),
+    };
+    let lines = pkt_line::read_until_flush(&mut receiving.output)
+        .ok_or("`git receive-pack` ended before its advertisement")?;
+    receiving.advertised = Advertised::parse(&lines)?;
+    Ok(receiving)
+}
+
+impl Receiving {
+    /// Send `update` and `pack`, and read the report (blocking).
+    pub fn push(mut self, update: &Update, pack: &[u8]) -> Result<(), String> {
+        let mut input = self.input.take().ok_or("the push was sent already")?;
+        let outcome = (|| {
+            let sent = request(&self.advertised, update, pack);
+            // A flush with no command ends the session when nothing is sent.
+            let bytes = sent.as_deref().unwrap_or(pkt_line::FLUSH);
+            input
+                .write_all(bytes)
+                .map_err(|e| format!("`git receive-pack` stopped reading: {e}"))?;
+            drop(input);
+            sent?;
+            let report = pkt_line::read_until_flush(&mut self.output)
+                .ok_or("`git receive-pack` ended before its report")?;
+            check_report(&report, update.branch)
+        })();
+        let status = self.child.wait();
+        outcome?;
+        match status {
+            Ok(status) if status.success() => Ok(()),
+            Ok(status) => Err(format!("`git receive-pack` exited with {status}")),
+            Err(e) => Err(format!("`git receive-pack` could not be waited for: {e}")),
+        }
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        if let Some(mut input) = self.input.take() {
+            // Nothing to push: receive-pack ends at once on a flush.
+            let _ = input.write_all(pkt_line::FLUSH);
+        }
+        let _ = self.child.wait();
     }
 }

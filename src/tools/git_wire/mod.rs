@@ -34,12 +34,46 @@ pub struct Outgoing {
     pub pack: Arc<Vec<u8>>,
 }
 
+/// A push whose first half is done: the remote's side has advertised its refs (a
+/// `git receive-pack` waiting on this machine, or the answer of `GET …/info/refs`), so a save
+/// can start it beside its `git add` and commit and send the pack the moment it is made.
+pub struct Opened(Session);
+
+enum Session {
+    Local(local::Receiving),
+    Http(http::Opened),
+}
+
 impl Remote {
     /// Make `branch` on the remote `outgoing.commit`.
     pub async fn push(&self, branch: &str, outgoing: &Outgoing) -> Result<(), String> {
-        match self {
+        self.open().await?.push(branch, outgoing).await
+    }
+
+    /// Start a push before its commit exists (see [`Opened`]). The remote's branch may move
+    /// before the pack is sent; the update then fails as it would have a moment later, since
+    /// the command names the value the branch must still have.
+    pub async fn open(&self) -> Result<Opened, String> {
+        let session = match self {
             Remote::Local(path) => {
-                let (path, branch) = (path.clone(), branch.to_owned());
+                let path = path.clone();
+                let opened = tokio::task::spawn_blocking(move || local::open(&path))
+                    .await
+                    .map_err(|e| format!("the push stopped: {e}"))??;
+                Session::Local(opened)
+            }
+            Remote::Http(remote) => Session::Http(remote.open().await?),
+        };
+        Ok(Opened(session))
+    }
+}
+
+impl Opened {
+    /// Make `branch` on the remote `outgoing.commit`.
+    pub async fn push(self, branch: &str, outgoing: &Outgoing) -> Result<(), String> {
+        match self.0 {
+            Session::Local(receiving) => {
+                let branch = branch.to_owned();
                 let (old, new, pack) = (
                     outgoing.old.clone(),
                     outgoing.commit.clone(),
@@ -51,22 +85,24 @@ impl Remote {
                         old: old.as_deref(),
                         new: &new,
                     };
-                    local::push(&path, &update, &pack)
+                    receiving.push(&update, &pack)
                 })
                 .await
                 .map_err(|e| format!("the push stopped: {e}"))?
             }
-            Remote::Http(remote) => {
+            Session::Http(opened) => {
                 let update = Update {
                     branch,
                     old: outgoing.old.as_deref(),
                     new: &outgoing.commit,
                 };
-                remote.push(&update, &outgoing.pack).await
+                opened.push(&update, &outgoing.pack).await
             }
         }
     }
+}
 
+impl Remote {
     /// How `git push` would reach `url` from `repo` with `headers` (besides the configured
     /// ones) under `settings`, when this module can do the same: `None` for another transport,
     /// credentials in the URL, a relative path, or settings only git honours. Blocking: an
