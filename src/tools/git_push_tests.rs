@@ -58,6 +58,16 @@ fn setup() -> Setup {
 impl Setup {
     /// Write `files`, commit them on the snapshots and push the commit as the work branch does.
     async fn save(&self, snapshots: &mut Snapshots, files: &[(&str, &str)]) -> SavedPush {
+        self.save_through(snapshots, files, None).await
+    }
+
+    /// [`Setup::save`] through a push started before the files were written.
+    async fn save_through(
+        &self,
+        snapshots: &mut Snapshots,
+        files: &[(&str, &str)],
+        opened: Option<Opened>,
+    ) -> SavedPush {
         for (path, text) in files {
             let path = self.work.join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -72,7 +82,7 @@ impl Setup {
         let before = self.pushes();
         let pushed = self
             .publisher
-            .publish_commit(&self.work, &commit, BRANCH, outgoing.as_ref(), None)
+            .publish_commit(&self.work, &commit, BRANCH, outgoing.as_ref(), opened)
             .await;
         snapshots.pushed(pushed.is_ok());
         SavedPush {
@@ -278,29 +288,17 @@ async fn a_push_started_before_its_commit_sends_it_and_never_overwrites_a_moved_
     let first = s.save(&mut snapshots, &[("b.txt", "b\n")]).await;
     assert!(first.pushed && !first.git_push, "{first:?}");
 
-    let save_opened_ahead = async |snapshots: &mut Snapshots, file: &str, meanwhile: &dyn Fn()| {
-        let opened = s.publisher.open_push(&s.work).await;
-        assert!(opened.is_some(), "a local remote's push starts ahead");
-        meanwhile();
-        std::fs::write(s.work.join(file), "x\n").unwrap();
-        let commit = snapshots
-            .commit(&s.work, "save", &CommitAuthor::default())
-            .unwrap()
-            .unwrap();
-        let outgoing = snapshots.take_outgoing();
-        let before = s.pushes();
-        let pushed = s
-            .publisher
-            .publish_commit(&s.work, &commit, BRANCH, outgoing.as_ref(), opened)
-            .await;
-        snapshots.pushed(pushed.is_ok());
-        (commit, pushed.is_ok(), s.pushes() > before)
-    };
-    let (second, pushed, git_push) = save_opened_ahead(&mut snapshots, "c.txt", &|| {}).await;
-    assert!(pushed && !git_push);
-    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), second);
+    let opened = s.publisher.open_push(&s.work).await;
+    assert!(opened.is_some(), "a local remote's push starts ahead");
+    let second = s
+        .save_through(&mut snapshots, &[("c.txt", "c\n")], opened)
+        .await;
+    assert!(second.pushed && !second.git_push, "{second:?}");
+    assert_eq!(s.remote_git(&["rev-parse", BRANCH]), second.commit);
     s.remote_git(&["fsck", "--strict", "--no-dangling"]);
 
+    // The remote branch moves after the advertisement, before the pack is sent.
+    let opened = s.publisher.open_push(&s.work).await;
     let identity = CommitAuthor::default();
     let moved = git(
         &s.remote,
@@ -308,10 +306,14 @@ async fn a_push_started_before_its_commit_sends_it_and_never_overwrites_a_moved_
         &identity.identity(),
     )
     .unwrap();
-    let move_it = || s.remote_git(&["update-ref", &format!("refs/heads/{BRANCH}"), &moved]);
-    let (_, pushed, git_push) =
-        save_opened_ahead(&mut snapshots, "d.txt", &|| drop(move_it())).await;
-    assert!(!pushed && git_push, "refused in-process, then by git");
+    s.remote_git(&["update-ref", &format!("refs/heads/{BRANCH}"), &moved]);
+    let third = s
+        .save_through(&mut snapshots, &[("d.txt", "d\n")], opened)
+        .await;
+    assert!(
+        !third.pushed && third.git_push,
+        "refused in-process, then by git: {third:?}"
+    );
     assert_eq!(s.remote_git(&["rev-parse", BRANCH]), moved);
 
     // Started and never used: the waiting receive-pack is told there is nothing to push.
