@@ -251,8 +251,10 @@ struct Envelope {
     kind: Option<String>,
 }
 
+/// Every entry type this binary reads (`EntryBody`'s variants; a test holds the two together).
 const KNOWN_TYPES: &[&str] = &[
     "run_started",
+    "draft",
     "plan",
     "revision",
     "reflection",
@@ -265,6 +267,7 @@ const KNOWN_TYPES: &[&str] = &[
     "approval",
     "task_state",
     "task_split",
+    "effect",
     "checklist",
     "usage",
     "completion",
@@ -497,6 +500,35 @@ mod tests {
         assert_eq!(p.corrupt[0].line_no, 1);
         assert_eq!(p.entries.len(), 2);
         assert_eq!(max_seq(&text), 6);
+    }
+
+    #[test]
+    fn the_known_types_are_the_entry_bodys_variants() {
+        // serde names every variant it expects when it meets one it does not know.
+        let err = serde_json::from_str::<EntryBody>(r#"{"type":"no_such_type"}"#).unwrap_err();
+        let err = err.to_string();
+        let expected = err
+            .split_once("expected one of ")
+            .and_then(|(_, list)| list.split_once(" at line "))
+            .map(|(list, _)| list.split(", ").map(|v| v.trim_matches('`')).collect())
+            .unwrap_or_else(|| panic!("{err}"));
+        let mut known = KNOWN_TYPES.to_vec();
+        known.sort_unstable();
+        let mut expected: Vec<&str> = expected;
+        expected.sort_unstable();
+        assert_eq!(known, expected);
+    }
+
+    #[test]
+    fn a_draft_of_the_wrong_shape_is_named_as_such_not_as_an_unknown_type() {
+        let line = r#"{"v":1,"seq":3,"ts":"2026-01-02T03:04:05Z","run_id":"r","type":"draft","source":"planning","problems":"none"}"#;
+        let p = parse(&format!("{line}\n"));
+        assert_eq!(p.corrupt.len(), 1);
+        assert!(
+            p.corrupt[0].error.contains("wrong shape): `problems`"),
+            "{}",
+            p.corrupt[0].error
+        );
     }
 
     #[test]
