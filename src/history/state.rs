@@ -83,7 +83,9 @@ pub struct TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanSnapshot {
     pub version: u32,
-    pub plan: Plan,
+    /// The same plan as [`SessionState::plan`] while it is current: neither replay nor a
+    /// step's copy of the state copies it.
+    pub plan: std::sync::Arc<Plan>,
     pub started_at: DateTime<Utc>,
     /// Why this plan replaced the previous one (None for the first plan).
     pub reason: Option<String>,
@@ -124,7 +126,9 @@ pub struct SessionState {
     pub plan_version: u32,
     pub plan_history: Vec<PlanSnapshot>,
     pub tasks: BTreeMap<String, TaskStatus>,
-    pub decisions: Vec<DecisionRecord>,
+    /// Shared, not copied, by a step's copy of the state; boxed in the entry already, so replay
+    /// moves a pointer, not the record.
+    pub decisions: Vec<std::sync::Arc<DecisionRecord>>,
     pub reflections: Vec<Reflection>,
     pub pending: Option<Pending>,
     pub checklist_comment_id: Option<String>,
@@ -203,7 +207,7 @@ impl SessionState {
 
     /// Replans executed so far, in file order.
     pub fn executed_decisions(&self) -> impl Iterator<Item = &DecisionRecord> {
-        self.decisions.iter().filter(|d| d.executed)
+        self.decisions.iter().map(|d| &**d).filter(|d| d.executed)
     }
 }
 
@@ -257,7 +261,7 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             set_plan(s, version, *updated_plan, ts, Some(reason), replan_type)
         }
         EntryBody::Reflection { reflection, .. } => s.reflections.push(reflection),
-        EntryBody::ReplanDecision(d) => apply_decision(s, *d),
+        EntryBody::ReplanDecision(d) => apply_decision(s, d),
         EntryBody::Draft {
             goal_understanding,
             task_decomposition,
@@ -481,13 +485,13 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
     }
 }
 
-fn apply_decision(s: &mut SessionState, d: DecisionRecord) {
+fn apply_decision(s: &mut SessionState, d: Box<DecisionRecord>) {
     if d.executed {
         start_replan(s, &d);
     } else if d.result != DecisionResult::Pending {
         settle_decision(s, d.phase);
     }
-    s.decisions.push(d);
+    s.decisions.push(d.into());
 }
 
 /// A decision that does not replan lets the draft (or the finished plan) go on.
@@ -518,19 +522,19 @@ fn apply_approval(s: &mut SessionState, subject: &Value, verdict: ApprovalDecisi
     let Some(idx) = s.decisions.iter().rposition(|d| d.replan_id == replan_id) else {
         return;
     };
-    let mut d = s.decisions[idx].clone();
+    let d = std::sync::Arc::make_mut(&mut s.decisions[idx]);
     match verdict {
         ApprovalDecision::Approved => {
             d.executed = true;
             d.result = DecisionResult::Success;
-            s.decisions[idx] = d.clone();
+            let d = s.decisions[idx].clone();
             start_replan(s, &d);
         }
         ApprovalDecision::Rejected => {
             d.result = DecisionResult::Skipped;
             d.override_reason = Some("rejected by a person".to_string());
-            s.decisions[idx] = d.clone();
-            settle_decision(s, d.phase);
+            let phase = d.phase;
+            settle_decision(s, phase);
         }
     }
 }
@@ -662,6 +666,7 @@ fn set_plan(
     if let Some(prev) = s.plan_history.last_mut() {
         prev.final_tasks = s.tasks.iter().map(|(k, v)| (k.clone(), v.state)).collect();
     }
+    let plan = std::sync::Arc::new(plan);
     s.plan_history.push(PlanSnapshot {
         version,
         plan: plan.clone(),
@@ -681,7 +686,7 @@ fn set_plan(
         .map(|(id, t)| (id.clone(), t.clone()))
         .collect();
     s.plan_version = version;
-    s.plan = Some(std::sync::Arc::new(plan));
+    s.plan = Some(plan);
     s.tasks = kept;
     s.continuations.clear();
     s.planning = None;

@@ -276,7 +276,7 @@ mod tests {
                 .collect();
             s.plan_history.push(PlanSnapshot {
                 version: s.plan_history.len() as u32 + 1,
-                plan: p.clone(),
+                plan: std::sync::Arc::new(p),
                 started_at: Utc::now(),
                 reason: None,
                 replan_type: Default::default(),
@@ -285,7 +285,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v))
                     .collect::<BTreeMap<_, _>>(),
             });
-            s.plan = Some(std::sync::Arc::new(p));
+            s.plan = s.plan_history.last().map(|snap| snap.plan.clone());
         }
         for (id, st) in current {
             s.tasks.insert(

@@ -136,7 +136,7 @@ impl ReplanCounters {
     /// person asked for (`trigger: human-request`): the limits stop the model from looping, not
     /// maintainers from steering.
     pub fn from_state(state: &SessionState) -> Self {
-        Self::from_decisions(&state.decisions)
+        Self::from_decisions(state.decisions.iter().map(|d| &**d))
     }
 
     /// Count a slice of decisions (e.g. only those since a person's `/resume`).
@@ -331,7 +331,10 @@ mod tests {
                     true,
                     "k4",
                 ),
-            ],
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
             ..Default::default()
         };
         let c = ReplanCounters::from_state(&state);
