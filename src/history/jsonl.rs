@@ -48,17 +48,44 @@ pub fn to_lines(entries: &[Entry]) -> String {
 
 /// The non-blank lines of `text` with their 1-based numbers, and whether each is the last line and
 /// has no terminating newline (a write that was cut off).
+///
+/// Lines end as [`str::lines`] ends them (`\n` or `\r\n`); the newlines are found with `memchr`'s
+/// vector search, which a 100k-entry history scans in a fraction of the scalar search's time.
 pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
-    let unterminated_last = !text.is_empty() && !text.ends_with('\n');
-    let start = text.as_ptr() as usize;
-    text.lines()
-        .enumerate()
-        .map(move |(i, l)| {
-            // Only the last line can reach the end of an unterminated text.
-            let at_end = l.as_ptr() as usize - start + l.len() == text.len();
-            (i + 1, l, unterminated_last && at_end)
-        })
-        .filter(|(_, l, _)| !l.trim().is_empty())
+    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
+    let mut start = 0;
+    let mut line_no = 0;
+    std::iter::from_fn(move || {
+        while start < text.len() {
+            line_no += 1;
+            let line = match newlines.next() {
+                Some(end) => {
+                    let line = &text[start..end];
+                    start = end + 1;
+                    line.strip_suffix('\r').unwrap_or(line)
+                }
+                None => {
+                    // The last line, cut off before its newline (a write that did not finish).
+                    let line = &text[start..];
+                    start = text.len();
+                    if !line.trim().is_empty() {
+                        return Some((line_no, line, true));
+                    }
+                    continue;
+                }
+            };
+            if !line.trim().is_empty() {
+                return Some((line_no, line, false));
+            }
+        }
+        None
+    })
+}
+
+/// How many lines [`lines`] numbers in `text`, blank ones included.
+fn line_count(text: &str) -> usize {
+    memchr::memchr_iter(b'\n', text.as_bytes()).count()
+        + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// Marks a line that was not valid UTF-8 in the text [`text_of`] makes for the parser.
@@ -158,7 +185,7 @@ pub fn for_each_entry(text: &str, mut each: impl FnMut(Entry)) -> Scan {
                 let mine = chunks.iter().skip(t).step_by(threads);
                 scope.spawn(move || {
                     for chunk in mine {
-                        let part = (parse_run(chunk), chunk.lines().count());
+                        let part = (parse_run(chunk), line_count(chunk));
                         if tx.send(part).is_err() {
                             return;
                         }
@@ -529,6 +556,35 @@ mod tests {
             "{}",
             p.corrupt[0].error
         );
+    }
+
+    #[test]
+    fn lines_split_and_number_as_str_lines_does() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\r\n",
+            "a\r",
+            "a\n\nb",
+            "a\r\n \r\nb\r",
+            "\n\na\n  \n",
+            "é\nb\n\r\n\n",
+        ] {
+            let expected: Vec<(usize, &str, bool)> = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| (i + 1, l))
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(n, l)| {
+                    let last = n == text.lines().count() && !text.ends_with('\n');
+                    (n, l, last)
+                })
+                .collect();
+            assert_eq!(lines(text).collect::<Vec<_>>(), expected, "{text:?}");
+            assert_eq!(line_count(text), text.lines().count(), "{text:?}");
+        }
     }
 
     #[test]
