@@ -34,6 +34,11 @@ use stats::Samples;
 use tokens::{CycleTokens, analyse, from_wire};
 use world::World;
 
+// The product binary's allocator (src/main.rs), so that the replay child, which is this binary,
+// allocates as the product does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const E2E_SCENARIO: &str = include_str!("../../tests/scenarios/github_e2e_base.yaml");
 
 fn main() {
