@@ -449,9 +449,13 @@ fn replays(quick: bool, template: &str, report: &mut Report) {
         "| entries | file MB | total ms | parse + replay ms | µs/entry | peak RSS MiB | over baseline MiB |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let dir = tempfile::TempDir::new().expect("temp dir");
+    // `REPLAN_BENCH_HISTORY_DIR` keeps the generated files, to profile the replay child on them.
+    let temp = tempfile::TempDir::new().expect("temp dir");
+    let dir = std::env::var_os("REPLAN_BENCH_HISTORY_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_path_buf());
     for count in [1_000usize, 10_000, 100_000] {
-        let row = replay::measure(dir.path(), template, count, if quick { 1 } else { 3 });
+        let row = replay::measure(&dir, template, count, if quick { 1 } else { 3 });
         if count == 100_000 {
             report.set("replay100k_ms", row.total_ms.median());
         }
