@@ -126,8 +126,8 @@ pub struct SessionState {
     pub plan_version: u32,
     pub plan_history: Vec<PlanSnapshot>,
     pub tasks: BTreeMap<String, TaskStatus>,
-    /// Shared, not copied, by a step's copy of the state; boxed in the entry already, so replay
-    /// moves a pointer, not the record.
+    /// Shared, not copied, by a step's copy of the state; and the `Vec` that grows through a
+    /// replay moves pointers, not records.
     pub decisions: Vec<std::sync::Arc<DecisionRecord>>,
     pub reflections: Vec<Reflection>,
     pub pending: Option<Pending>,
