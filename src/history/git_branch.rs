@@ -290,7 +290,7 @@ impl BlockingBackend for GitBranchHistory {
         };
         let bytes = self.read_at(&tip, &thread.history_path(&self.directory))?;
         Ok(LoadedHistory {
-            text: jsonl::text_of(&bytes),
+            text: jsonl::text_of(bytes),
             version: Some(tip),
         })
     }

@@ -93,11 +93,13 @@ const NOT_UTF8: char = '\u{FFFF}';
 
 /// The file's bytes as text for [`parse`]: a line that is not valid UTF-8 is kept (lossily, with a
 /// mark) so the parser reports it as corrupt instead of reading a repaired copy. Writers append to
-/// the bytes, never to this text.
-pub fn text_of(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => text.to_owned(),
-        Err(_) => {
+/// the bytes, never to this text. Takes the bytes so that valid UTF-8, the usual case, becomes the
+/// text without a copy (34 MB at 100k entries).
+pub fn text_of(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let bytes = e.into_bytes();
             let mut out = String::with_capacity(bytes.len() + 16);
             for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
                 if i > 0 {
@@ -555,6 +557,25 @@ mod tests {
             p.corrupt[0].error.contains("wrong shape): `problems`"),
             "{}",
             p.corrupt[0].error
+        );
+    }
+
+    #[test]
+    fn text_of_keeps_valid_bytes_and_marks_a_line_that_is_not_utf8() {
+        let good = to_line(&entry(1));
+        assert_eq!(
+            text_of(format!("{good}\n").into_bytes()),
+            format!("{good}\n")
+        );
+        let mut bytes = format!("{good}\n").into_bytes();
+        bytes.extend_from_slice(b"{\"v\":1,\"x\":\"\xff\"}\n");
+        bytes.extend_from_slice(format!("{good}\n").as_bytes());
+        let p = parse(&text_of(bytes));
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.corrupt.len(), 1);
+        assert_eq!(
+            (p.corrupt[0].line_no, p.corrupt[0].error.as_str()),
+            (2, "not valid UTF-8")
         );
     }
 

@@ -40,7 +40,7 @@ impl BlockingBackend for LocalHistory {
         match fs::read(&path) {
             Ok(bytes) => Ok(LoadedHistory {
                 version: Some(bytes.len().to_string()),
-                text: jsonl::text_of(&bytes),
+                text: jsonl::text_of(bytes),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedHistory::default()),
             Err(e) => Err(io(&path, e)),

@@ -135,7 +135,7 @@ pub async fn replay(
             continue; // a live run's spool
         }
         let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
-        let parsed = jsonl::parse(&jsonl::text_of(&bytes));
+        let parsed = jsonl::parse(&jsonl::text_of(bytes));
         for corrupt in &parsed.corrupt {
             // Only the line a kill cut short can be damaged; the rest is committed.
             tracing::warn!(

@@ -523,7 +523,7 @@ impl HistoryBackend for GitHubHistory {
         self.forget();
         let (bytes, tip) = self.snapshot(&thread.history_path(&self.directory)).await?;
         Ok(LoadedHistory {
-            text: jsonl::text_of(&bytes),
+            text: jsonl::text_of(bytes),
             version: tip.map(|t| t.commit),
         })
     }

@@ -290,7 +290,7 @@ impl HistoryBackend for GitLabHistory {
         let state = self.fetch_file(&path).await?;
         self.remember(&path, &state);
         Ok(LoadedHistory {
-            text: jsonl::text_of(&state.bytes),
+            text: jsonl::text_of(state.bytes),
             version: state.last_commit_id,
         })
     }
