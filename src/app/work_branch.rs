@@ -198,9 +198,10 @@ impl WorkBranchReporter {
         // will come with a pack to send.
         let packs = known.as_ref().is_some_and(Snapshots::packs_next);
         let opening = async {
-            match packs {
-                true => self.publisher.open_push(&self.workspace).await,
-                false => None,
+            if packs {
+                self.publisher.open_push(&self.workspace).await
+            } else {
+                None
             }
         };
         let committing = tokio::task::spawn_blocking(move || {

@@ -66,6 +66,38 @@ impl Remote {
         };
         Ok(Opened(session))
     }
+
+    /// How `git push` would reach `url` from `repo` with `headers` (besides the configured
+    /// ones) under `settings`, when this module can do the same: `None` for another transport,
+    /// credentials in the URL, a relative path, or settings only git honours. Blocking: an
+    /// HTTP remote's settings come from `git config`.
+    pub fn resolve(
+        repo: &Path,
+        settings: &PushSettings,
+        url: &str,
+        headers: Vec<(String, String)>,
+    ) -> Option<Remote> {
+        if settings.pushes_differently(repo) {
+            return None;
+        }
+        let path = url.strip_prefix("file://").unwrap_or(url);
+        if path.starts_with('/') {
+            return Some(Remote::Local(PathBuf::from(path)));
+        }
+        let parsed = url::Url::parse(url).ok()?;
+        let plain = matches!(parsed.scheme(), "http" | "https")
+            && parsed.username().is_empty()
+            && parsed.password().is_none();
+        if !plain || git_http_variables() {
+            return None;
+        }
+        let mut all = http_headers(repo, url)?;
+        all.extend(headers);
+        Some(Remote::Http(HttpRemote {
+            url: url.to_owned(),
+            headers: all,
+        }))
+    }
 }
 
 impl Opened {
@@ -99,40 +131,6 @@ impl Opened {
                 opened.push(&update, &outgoing.pack).await
             }
         }
-    }
-}
-
-impl Remote {
-    /// How `git push` would reach `url` from `repo` with `headers` (besides the configured
-    /// ones) under `settings`, when this module can do the same: `None` for another transport,
-    /// credentials in the URL, a relative path, or settings only git honours. Blocking: an
-    /// HTTP remote's settings come from `git config`.
-    pub fn resolve(
-        repo: &Path,
-        settings: &PushSettings,
-        url: &str,
-        headers: Vec<(String, String)>,
-    ) -> Option<Remote> {
-        if settings.pushes_differently(repo) {
-            return None;
-        }
-        let path = url.strip_prefix("file://").unwrap_or(url);
-        if path.starts_with('/') {
-            return Some(Remote::Local(PathBuf::from(path)));
-        }
-        let parsed = url::Url::parse(url).ok()?;
-        let plain = matches!(parsed.scheme(), "http" | "https")
-            && parsed.username().is_empty()
-            && parsed.password().is_none();
-        if !plain || git_http_variables() {
-            return None;
-        }
-        let mut all = http_headers(repo, url)?;
-        all.extend(headers);
-        Some(Remote::Http(HttpRemote {
-            url: url.to_owned(),
-            headers: all,
-        }))
     }
 }
 
