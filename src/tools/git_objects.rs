@@ -90,11 +90,10 @@ pub fn store_loose(objects: &Path, kind: &str, id: &str, body: &[u8]) -> std::io
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temp = dir.join(format!("tmp_obj_replan_{}_{n}", std::process::id()));
     let written = (|| {
-        let file = std::fs::File::create_new(&temp)?;
-        let mut zlib = flate2::write::ZlibEncoder::new(file, flate2::Compression::default());
-        zlib.write_all(header.as_bytes())?;
-        zlib.write_all(body)?;
-        let file = zlib.finish()?;
+        let mut file = std::fs::File::create_new(&temp)?;
+        let mut stream = Vec::new();
+        super::git_zlib::ZlibWriter::default().append(&mut stream, &[header.as_bytes(), body]);
+        file.write_all(&stream)?;
         let mut permissions = file.metadata()?.permissions();
         permissions.set_readonly(true);
         file.set_permissions(permissions)?;

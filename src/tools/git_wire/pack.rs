@@ -1,8 +1,8 @@
 //! A pack file (`Documentation/gitformat-pack`) of whole objects: what a push sends. No deltas:
 //! a save adds a few files, and the receiver stores them as it would any pack.
 
+use crate::tools::git_zlib::ZlibWriter;
 use sha1::{Digest as _, Sha1};
-use std::io::Write as _;
 
 /// The kinds of object a save sends, with their pack type numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,17 +12,16 @@ pub enum Kind {
     Blob = 3,
 }
 
-/// A version 2 pack of `objects`, each zlib-compressed whole, with its SHA-1 trailer.
+/// A version 2 pack of `objects`, each a zlib stream of its whole body (see `git_zlib`), with
+/// its SHA-1 trailer.
 pub fn write(objects: &[(Kind, Vec<u8>)]) -> Vec<u8> {
     let mut pack = b"PACK".to_vec();
     pack.extend_from_slice(&2u32.to_be_bytes());
     pack.extend_from_slice(&(objects.len() as u32).to_be_bytes());
+    let mut zlib = ZlibWriter::default();
     for (kind, body) in objects {
         header(&mut pack, *kind, body.len());
-        let mut zlib = flate2::write::ZlibEncoder::new(pack, flate2::Compression::fast());
-        // Writing to a Vec cannot fail.
-        let _ = zlib.write_all(body);
-        pack = zlib.finish().unwrap_or_default();
+        zlib.append(&mut pack, &[body]);
     }
     let trailer: [u8; 20] = Sha1::digest(&pack).into();
     pack.extend_from_slice(&trailer);
@@ -46,6 +45,7 @@ fn header(pack: &mut Vec<u8>, kind: Kind, size: usize) {
 mod tests {
     use super::*;
     use crate::tools::git::isolated_git;
+    use std::io::Write as _;
 
     #[test]
     fn git_indexes_the_pack_and_reads_each_object_back() {
