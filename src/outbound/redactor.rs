@@ -285,11 +285,23 @@ impl Redactor {
         if remembered && self.clean_texts().set(shapes).contains(text) {
             return Cow::Borrowed(text);
         }
-        let redacted = self.search_and_mask(text, shapes);
+        let redacted = if self.may_hold_a_secret(text, shapes) {
+            self.search_and_mask(text, shapes)
+        } else {
+            Cow::Borrowed(text)
+        };
         if remembered && matches!(redacted, Cow::Borrowed(_)) {
             self.clean_texts().remember(text, shapes);
         }
         redacted
+    }
+
+    /// Whether a known value or a shape's literal occurs in `text` at all: one search each that
+    /// stops at the first match, where collecting every (overlapping) match takes longer and
+    /// allocates. Nearly every text that leaves the process holds neither.
+    fn may_hold_a_secret(&self, text: &str, shapes: bool) -> bool {
+        self.searcher.as_ref().is_some_and(|s| s.is_match(text))
+            || (shapes && SHAPE_LITERALS.0.is_match(text))
     }
 
     fn clean_texts(&self) -> std::sync::MutexGuard<'_, CleanTexts> {
