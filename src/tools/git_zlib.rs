@@ -11,8 +11,9 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 /// Bodies shorter than this are stored: deflate would save at most a few KiB of a push.
 pub const STORE_BELOW: usize = 4096;
 
-/// The largest stored deflate block (its length is 16 bits).
+/// The largest stored deflate block (its length is 16 bits): a stored body fits one.
 const MAX_STORED_BLOCK: usize = 0xffff;
+const _: () = assert!(STORE_BELOW - 1 <= MAX_STORED_BLOCK);
 
 /// Writes zlib streams, keeping the compressor of the first body large enough to need one.
 #[derive(Default)]
@@ -66,42 +67,21 @@ impl ZlibWriter {
     }
 }
 
-/// A zlib stream of stored deflate blocks: the two-byte header (deflate, 32 KiB window, fastest
-/// level, check bits), blocks of at most 65,535 bytes, and the Adler-32 of the data.
+/// A zlib stream of one stored deflate block: the two-byte header (deflate, 32 KiB window,
+/// fastest level, check bits), the final block's header with its length, the data, and the
+/// Adler-32 of the data. Only bodies under [`STORE_BELOW`] come here, so one block holds them.
 fn append_stored(out: &mut Vec<u8>, parts: &[&[u8]]) {
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    let blocks = len.div_ceil(MAX_STORED_BLOCK).max(1);
-    out.reserve(2 + blocks * 5 + len + 4);
+    let len = u16::try_from(len).expect("stored bodies fit one block");
+    out.reserve(2 + 5 + usize::from(len) + 4);
     out.extend_from_slice(&[0x78, 0x01]);
+    out.push(1); // BFINAL, BTYPE 00: the last block, stored.
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(!len).to_le_bytes());
     let mut adler = adler2::Adler32::new();
-    let mut remaining = len;
-    let mut block_left = 0;
-    let mut parts = parts.iter().copied().filter(|p| !p.is_empty());
-    let mut current: &[u8] = &[];
-    loop {
-        if block_left == 0 {
-            let size = remaining.min(MAX_STORED_BLOCK);
-            let last = size == remaining;
-            out.push(u8::from(last));
-            out.extend_from_slice(&(size as u16).to_le_bytes());
-            out.extend_from_slice(&(!(size as u16)).to_le_bytes());
-            block_left = size;
-            if size == 0 {
-                break;
-            }
-        }
-        if current.is_empty() {
-            current = parts.next().unwrap_or_default();
-        }
-        let take = current.len().min(block_left);
-        out.extend_from_slice(&current[..take]);
-        adler.write_slice(&current[..take]);
-        current = &current[take..];
-        block_left -= take;
-        remaining -= take;
-        if remaining == 0 && block_left == 0 {
-            break;
-        }
+    for part in parts {
+        out.extend_from_slice(part);
+        adler.write_slice(part);
     }
     out.extend_from_slice(&adler.checksum().to_be_bytes());
 }
