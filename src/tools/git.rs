@@ -534,6 +534,8 @@ pub struct Snapshots {
     pending: Option<(String, TreeObjects)>,
     /// The pack of the last commit for the push that follows it.
     outgoing: Option<Outgoing>,
+    /// How `git add -A` may be done without git (see `index_add`); None: git does it.
+    adding: Option<super::index_add::AddSettings>,
 }
 
 impl Snapshots {
@@ -559,7 +561,18 @@ impl Snapshots {
             "HEAD".to_owned(),
             "HEAD^{tree}".to_owned(),
         ];
-        let ids = object_ids(repo, &names)?;
+        // The settings an add without git needs are read beside, by a second `git` process
+        // (both ahead of the first save).
+        let (ids, config) = std::thread::scope(|scope| {
+            let config = scope.spawn(|| {
+                super::git_wire::settings::config_entries(
+                    repo,
+                    &["--get-regexp", super::index_add::KEYS],
+                )
+            });
+            (object_ids(repo, &names), config.join().ok().flatten())
+        });
+        let ids = ids?;
         let (tip, parent, tree) = match (&ids[0], &ids[1], &ids[2], &ids[3]) {
             (Some(commit), Some(tree), _, _) => {
                 (Some(commit.clone()), commit.clone(), tree.clone())
@@ -586,7 +599,7 @@ impl Snapshots {
         // `git add -A` makes the index match the working tree whatever it starts from; a copy of
         // the checkout's own index starts it with the files' stat data, so unchanged files are
         // not read and hashed again, and saves a `git read-tree`.
-        if std::fs::copy(git_dir.join("index"), &index).is_err() {
+        if copy_index(&git_dir.join("index"), &index).is_err() {
             let index_text = index.to_string_lossy().into_owned();
             git(
                 repo,
@@ -604,6 +617,13 @@ impl Snapshots {
                 have: tree_objects(&contents),
             })
         });
+        let adding = objects
+            .as_ref()
+            .filter(|_| tree.len() == 40)
+            .and_then(|objects| {
+                let git_dir = objects.parent()?;
+                super::index_add::AddSettings::new(&config?, git_dir, |v| std::env::var(v).ok())
+            });
         Ok(Snapshots {
             index,
             old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
@@ -614,6 +634,7 @@ impl Snapshots {
             remote,
             pending: None,
             outgoing: None,
+            adding,
         })
     }
 
@@ -643,12 +664,20 @@ impl Snapshots {
     ) -> Result<Option<String>, ToolError> {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
-        let started = std::time::Instant::now();
-        git(repo, &["add", "-A", "--", "."], &with_index)?;
-        tracing::debug!(
-            "snapshot: `git add` took {} µs",
-            started.elapsed().as_micros()
-        );
+        let added = match (&self.adding, &self.objects) {
+            (Some(settings), Some(objects)) => objects.parent().is_some_and(|git_dir| {
+                super::index_add::add_all(repo, git_dir, &self.index, objects, settings)
+            }),
+            _ => false,
+        };
+        if !added {
+            let started = std::time::Instant::now();
+            git(repo, &["add", "-A", "--", "."], &with_index)?;
+            tracing::debug!(
+                "snapshot: `git add` took {} µs",
+                started.elapsed().as_micros()
+            );
+        }
         let index = std::fs::read(&self.index).ok();
         let tree = match self.write_tree(index.as_deref()) {
             Some(tree) => tree,
@@ -744,6 +773,17 @@ impl Snapshots {
         self.old = commit.to_owned();
         Ok(())
     }
+}
+
+/// A copy of the checkout's index that keeps its modification time: entries as new as the index
+/// are "racily clean", and a later time would vouch for them (see `index_add`).
+fn copy_index(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::copy(from, to)?;
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::File::options()
+        .write(true)
+        .open(to)?
+        .set_modified(modified)
 }
 
 impl Drop for Snapshots {

@@ -169,8 +169,8 @@ async fn a_checkout_whose_index_is_not_its_head_pushes_the_first_save_with_git()
     s.remote_git(&["fsck", "--strict", "--no-dangling"]);
 }
 
-#[tokio::test]
-async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
+/// A setup whose checkout keeps the blob of "packed\n" in a pack only.
+fn setup_with_a_packed_blob() -> Setup {
     let s = setup();
     let run = |args: &[&str]| git(&s.work, args, &[]).unwrap();
     run(&["switch", "-q", "-c", "side"]);
@@ -179,6 +179,17 @@ async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
     run(&["commit", "-q", "-m", "x"]);
     run(&["switch", "-q", "main"]);
     run(&["gc", "-q"]);
+    s
+}
+
+#[tokio::test]
+async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
+    let s = setup_with_a_packed_blob();
+    // An attributes file leaves the add to git, which finds the blob in the pack and does not
+    // store it again.
+    let attributes = s.work.join(".git/info/attributes");
+    std::fs::create_dir_all(attributes.parent().unwrap()).unwrap();
+    std::fs::write(&attributes, "").unwrap();
     let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
     let saved = s.save(&mut snapshots, &[("x.txt", "packed\n")]).await;
     assert!(!saved.packed && saved.git_push && saved.pushed, "{saved:?}");
@@ -186,6 +197,16 @@ async fn a_file_whose_blob_git_keeps_packed_is_left_to_git_push() {
         s.remote_git(&["show", &format!("{BRANCH}:x.txt")]),
         "packed"
     );
+    // The add without git stores it loose, and the push goes without git too.
+    let s = setup_with_a_packed_blob();
+    let mut snapshots = Snapshots::open_for_push(&s.work, BRANCH).unwrap();
+    let saved = s.save(&mut snapshots, &[("y.txt", "packed\n")]).await;
+    assert!(saved.packed && !saved.git_push && saved.pushed, "{saved:?}");
+    assert_eq!(
+        s.remote_git(&["show", &format!("{BRANCH}:y.txt")]),
+        "packed"
+    );
+    s.remote_git(&["fsck", "--strict", "--no-dangling"]);
 }
 
 #[test]

@@ -15,34 +15,83 @@ use std::path::Path;
 /// writes the cache tree into the index, and the next saves find their subtrees there.
 const MAX_NEW_TREES: usize = 16;
 
-const HASH: usize = 20;
+pub(super) const HASH: usize = 20;
 
-struct Entry {
-    path: Vec<u8>,
-    mode: u32,
-    id: [u8; HASH],
+/// The bytes of an entry's stat data: ctime, mtime (seconds and nanoseconds each), dev, ino,
+/// mode, uid, gid and size, 32 bits each, big-endian.
+pub(super) const STAT: usize = 40;
+
+pub(super) struct Entry {
+    pub path: Vec<u8>,
+    pub mode: u32,
+    pub id: [u8; HASH],
+    /// As the index holds it (the mode field included).
+    pub stat: [u8; STAT],
+    /// An extended flag (skip-worktree) or the assume-valid bit is set.
+    pub flagged: bool,
 }
 
 /// A node of the cache tree: how many index entries it covers and its tree, when still valid.
-#[derive(Default)]
-struct Cached {
-    entries: Option<usize>,
-    id: Option<[u8; HASH]>,
-    subtrees: Vec<(Vec<u8>, Cached)>,
+#[derive(Default, Clone)]
+pub(super) struct Cached {
+    pub entries: Option<usize>,
+    pub id: Option<[u8; HASH]>,
+    pub subtrees: Vec<(Vec<u8>, Cached)>,
+}
+
+impl Cached {
+    /// The node's content changed under `path` (a file's path): it and every node on the way
+    /// down to the file no longer vouch for their trees.
+    pub fn invalidate(&mut self, path: &[u8]) {
+        self.entries = None;
+        self.id = None;
+        if let Some(slash) = path.iter().position(|&b| b == b'/') {
+            let (name, rest) = (&path[..slash], &path[slash + 1..]);
+            if let Some((_, sub)) = self.subtrees.iter_mut().find(|(n, _)| n == name) {
+                sub.invalidate(rest);
+            }
+        }
+    }
+
+    /// The `TREE` extension's data for this node as the root (its name is empty).
+    pub fn encode(&self, name: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(name);
+        out.push(0);
+        let count = self.entries.filter(|_| self.id.is_some());
+        let count = count.map_or_else(|| "-1".to_owned(), |n| n.to_string());
+        out.extend_from_slice(format!("{count} {}\n", self.subtrees.len()).as_bytes());
+        if let (Some(_), Some(id)) = (self.entries, self.id) {
+            out.extend_from_slice(&id);
+        }
+        for (name, sub) in &self.subtrees {
+            sub.encode(name, out);
+        }
+    }
 }
 
 /// Write the tree of the index `bytes` into `objects`; its id, or `None` when git should.
 pub fn write_tree(bytes: &[u8], objects: &Path) -> Option<String> {
     let (entries, cached) = parse(bytes)?;
+    let (root, _) = write_trees(&entries, cached.as_ref(), objects)?;
+    Some(hex::encode(root))
+}
+
+/// The tree of `entries`, writing the trees `cached` does not vouch for, and the cache tree
+/// that now vouches for every tree; `None` when git should write them (see [`MAX_NEW_TREES`]).
+pub(super) fn write_trees(
+    entries: &[Entry],
+    cached: Option<&Cached>,
+    objects: &Path,
+) -> Option<([u8; HASH], Cached)> {
     let mut new = Vec::new();
-    let root = build(&entries, 0, cached.as_ref(), &mut new)?;
+    let (root, node) = build(entries, 0, cached, &mut new)?;
     if new.len() > MAX_NEW_TREES {
         return None;
     }
     for (id, body) in &new {
         super::git_objects::store_loose(objects, "tree", &hex::encode(id), body).ok()?;
     }
-    Some(hex::encode(root))
+    Some((root, node))
 }
 
 /// Everything the tree of an index holds: the root's id, every tree (id and body, the cache
@@ -58,7 +107,7 @@ pub struct Contents {
 pub fn contents(bytes: &[u8]) -> Option<Contents> {
     let (entries, _) = parse(bytes)?;
     let mut trees = Vec::new();
-    let root = build(&entries, 0, None, &mut trees)?;
+    let (root, _) = build(&entries, 0, None, &mut trees)?;
     let blobs = entries
         .iter()
         .filter(|e| e.mode != 0o160000)
@@ -68,22 +117,29 @@ pub fn contents(bytes: &[u8]) -> Option<Contents> {
 }
 
 /// The tree of `entries` (all under the same `base` bytes of path), appending the id and body
-/// of each tree the cache does not vouch for to `new`.
+/// of each tree the cache does not vouch for to `new`; and the cache-tree node that vouches for
+/// it (a vouched-for node as it was).
 fn build(
     entries: &[Entry],
     base: usize,
     cached: Option<&Cached>,
     new: &mut Vec<([u8; HASH], Vec<u8>)>,
-) -> Option<[u8; HASH]> {
-    if let Some(Cached {
-        entries: Some(n),
-        id: Some(id),
-        ..
-    }) = cached
+) -> Option<([u8; HASH], Cached)> {
+    if let Some(
+        node @ Cached {
+            entries: Some(n),
+            id: Some(id),
+            ..
+        },
+    ) = cached
         && *n == entries.len()
     {
-        return Some(*id);
+        return Some((*id, node.clone()));
     }
+    let mut node = Cached {
+        entries: Some(entries.len()),
+        ..Cached::default()
+    };
     let mut body = Vec::new();
     let mut i = 0;
     while i < entries.len() {
@@ -110,15 +166,17 @@ fn build(
                         .find(|(n, _)| n.as_slice() == name)
                         .map(|(_, c)| c)
                 });
-                let id = build(&entries[i..end], base + len + 1, sub, new)?;
+                let (id, sub) = build(&entries[i..end], base + len + 1, sub, new)?;
                 push_entry(&mut body, 0o40000, name, &id);
+                node.subtrees.push((name.to_vec(), sub));
                 i = end;
             }
         }
     }
     let id = super::git_objects::object_id("tree", &body);
     new.push((id, body));
-    Some(id)
+    node.id = Some(id);
+    Some((id, node))
 }
 
 fn push_entry(body: &mut Vec<u8>, mode: u32, name: &[u8], id: &[u8; HASH]) {
@@ -137,7 +195,7 @@ fn be16(bytes: &[u8], at: usize) -> Option<u16> {
 }
 
 /// The entries and the cache tree of an index file (see git's `Documentation/gitformat-index`).
-fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Option<Cached>)> {
+pub(super) fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Option<Cached>)> {
     if bytes.get(..4)? != b"DIRC" {
         return None;
     }
@@ -155,6 +213,8 @@ fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Option<Cached>)> {
         let flags = be16(bytes, at + 60)?;
         let stage = (flags >> 12) & 3;
         let extended = flags & 0x4000 != 0;
+        let stat: [u8; STAT] = bytes.get(at..at + STAT)?.try_into().ok()?;
+        let flagged = extended || flags & 0x8000 != 0;
         let mut name_at = at + 62;
         if extended {
             let more = be16(bytes, name_at)?;
@@ -186,7 +246,13 @@ fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Option<Cached>)> {
         if at > end || path.is_empty() {
             return None;
         }
-        entries.push(Entry { path, mode, id });
+        entries.push(Entry {
+            path,
+            mode,
+            id,
+            stat,
+            flagged,
+        });
     }
     let mut cached = None;
     while at < end {

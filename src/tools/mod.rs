@@ -27,6 +27,7 @@ mod git_command;
 mod git_objects;
 pub(crate) mod git_wire;
 mod git_zlib;
+mod index_add;
 mod index_tree;
 pub(crate) mod list_files;
 pub(crate) mod mcp;

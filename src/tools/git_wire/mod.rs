@@ -11,7 +11,7 @@ mod local;
 pub(crate) mod pack;
 mod pkt_line;
 mod receive_pack;
-mod settings;
+pub(crate) mod settings;
 
 pub use http::HttpRemote;
 use receive_pack::Update;
