@@ -31,9 +31,20 @@ pub struct ParsedHistory {
 
 /// One entry as a JSON line, without the newline.
 pub fn to_line(entry: &Entry) -> String {
+    // Nearly every line holds nothing to mask, which one search over the serialised line tells
+    // (see `outbound::serialized_json_is_clean`); building the value tree to redact each string
+    // was most of a line's cost, and every line is written twice (spool, commit).
+    let line = serde_json::to_string(entry).expect("history entries always serialise");
+    let clean = crate::outbound::serialized_json_is_clean(&line);
+    if clean && !cfg!(debug_assertions) {
+        return line;
+    }
     let value = serde_json::to_value(entry).expect("history entries always serialise");
-    serde_json::to_string(&crate::outbound::redact_owned_json(value))
-        .expect("history entries always serialise")
+    let redacted = serde_json::to_string(&crate::outbound::redact_owned_json(value))
+        .expect("history entries always serialise");
+    // Every test run checks the shortcut on every line it writes.
+    debug_assert!(!clean || redacted == line, "{line}\n{redacted}");
+    redacted
 }
 
 /// Entries as JSONL text, each line ending in a newline.

@@ -108,6 +108,14 @@ pub fn redact_known(text: &str) -> String {
     SECRETS.current().redact_known(text).into_owned()
 }
 
+/// Whether the serialised JSON document `json` holds nothing [`redact_json`] would mask, told
+/// from its text alone: each string of the document appears in it as it is or JSON-escaped,
+/// the redactor knows the escaped form of every secret (see `redactor::encoded_forms`), and no
+/// token shape's literal holds a character JSON escapes.
+pub fn serialized_json_is_clean(json: &str) -> bool {
+    SECRETS.current().holds_nothing_in(json)
+}
+
 /// `value` with every string in it, object keys included, redacted; `value` itself when
 /// nothing in it is masked (the common case: an LLM request body is not copied to be sent).
 pub fn redact_json(value: &Value) -> std::borrow::Cow<'_, Value> {

@@ -304,6 +304,12 @@ impl Redactor {
             || (shapes && SHAPE_LITERALS.0.is_match(text))
     }
 
+    /// Neither a known value nor a token shape's literal occurs in `text`: redacting it, or any
+    /// part of it, changes nothing.
+    pub fn holds_nothing_in(&self, text: &str) -> bool {
+        !self.may_hold_a_secret(text, true)
+    }
+
     fn clean_texts(&self) -> std::sync::MutexGuard<'_, CleanTexts> {
         self.clean.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -789,6 +795,38 @@ mod tests {
             "late-loaded-key-42",
         ] {
             assert!(!logged.contains(secret), "{secret} leaked: {logged}");
+        }
+    }
+
+    #[test]
+    fn a_serialised_document_is_clean_only_when_none_of_its_strings_would_be_masked() {
+        // A secret JSON escapes (a quote, a backslash) inside a longer string and as
+        // a key; a token shape; and a document with neither.
+        let secret = "pa\"ss\\word-0123456789";
+        let redactor = Redactor::new([secret]);
+        let documents = [
+            serde_json::json!({ "text": format!("before {secret} after") }),
+            serde_json::json!({ format!("{secret}"): 1 }),
+            serde_json::json!({ "list": ["x", "token ghp_abcdefghijklmnopqrstuvwxyz0123"] }),
+            serde_json::json!({ "text": "nothing here", "n": [1, 2.5, null] }),
+        ];
+        for document in documents {
+            let text = serde_json::to_string(&document).unwrap();
+            let masks = super::super::redact_json_with(&redactor, &document);
+            let masks = matches!(masks, std::borrow::Cow::Owned(_));
+            assert_eq!(redactor.holds_nothing_in(&text), !masks, "{text}");
+        }
+    }
+
+    #[test]
+    fn no_shape_literal_holds_a_character_json_escapes() {
+        for (literals, _) in SHAPES {
+            for literal in literals {
+                assert_eq!(
+                    serde_json::to_string(literal).unwrap(),
+                    format!("\"{literal}\"")
+                );
+            }
         }
     }
 }
