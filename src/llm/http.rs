@@ -107,7 +107,7 @@ impl HttpClient {
         purpose: &str,
     ) -> Result<Value, LlmError> {
         // The one place request bodies leave: prompts, issue text and tool results alike.
-        let body = &crate::outbound::redact_json(body);
+        let body = &crate::outbound::redacted_json_text(body);
         self.with_retries(url, purpose, || self.attempt(url, headers, body), |_| false)
             .await
     }
@@ -124,7 +124,7 @@ impl HttpClient {
         purpose: &str,
         new_reader: impl Fn() -> R,
     ) -> Result<Streamed<R>, LlmError> {
-        let body = &crate::outbound::redact_json(body);
+        let body = &crate::outbound::redacted_json_text(body);
         let new_reader = &new_reader;
         self.with_retries(
             url,
@@ -198,15 +198,16 @@ impl HttpClient {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &Value,
+        body: &bytes::Bytes,
         timeout: Duration,
     ) -> Result<reqwest::Response, Attempt<T>> {
         let sent = self
             .client
             .post(url)
             .headers(headers.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
             .timeout(timeout)
-            .json(body)
+            .body(body.clone())
             .send()
             .await;
         let response = match sent {
@@ -246,7 +247,7 @@ impl HttpClient {
         })
     }
 
-    async fn attempt(&self, url: &str, headers: &HeaderMap, body: &Value) -> Attempt<Value> {
+    async fn attempt(&self, url: &str, headers: &HeaderMap, body: &bytes::Bytes) -> Attempt<Value> {
         match self.send(url, headers, body, self.retry.timeout).await {
             Ok(response) => self.whole_json(response).await,
             Err(end) => end,
@@ -275,7 +276,7 @@ impl HttpClient {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &Value,
+        body: &bytes::Bytes,
         mut reader: R,
     ) -> Attempt<Streamed<R>> {
         // The attempt's time limit is kept here, so that a reply still being written when it

@@ -108,7 +108,7 @@ pub fn redact_known(text: &str) -> String {
     SECRETS.current().redact_known(text).into_owned()
 }
 
-/// Whether the serialised JSON document `json` holds nothing [`redact_json`] would mask, told
+/// Whether the serialised JSON document `json` holds nothing [`redact_json_with`] would mask, told
 /// from its text alone: each string of the document appears in it as it is or JSON-escaped,
 /// the redactor knows the escaped form of every secret (see `redactor::encoded_forms`), and no
 /// token shape's literal holds a character JSON escapes.
@@ -116,13 +116,23 @@ pub fn serialized_json_is_clean(json: &str) -> bool {
     SECRETS.current().holds_nothing_in(json)
 }
 
-/// `value` with every string in it, object keys included, redacted; `value` itself when
-/// nothing in it is masked (the common case: an LLM request body is not copied to be sent).
-pub fn redact_json(value: &Value) -> std::borrow::Cow<'_, Value> {
-    redact_json_with(&SECRETS.current(), value)
+/// `value` serialised as it may leave the process: every string in it, object keys included,
+/// redacted. Serialised once and searched once as a whole; the strings are redacted one by one
+/// only when that search finds something (see [`serialized_json_is_clean`]).
+pub fn redacted_json_text(value: &Value) -> bytes::Bytes {
+    let text = serde_json::to_vec(value).expect("a JSON value always serialises");
+    let redactor = SECRETS.current();
+    if std::str::from_utf8(&text).is_ok_and(|t| redactor.holds_nothing_in(t)) {
+        return text.into();
+    }
+    let redacted = redact_json_with(&redactor, value);
+    serde_json::to_vec(&redacted)
+        .expect("a JSON value always serialises")
+        .into()
 }
 
-/// [`redact_json`] with a given redactor (one snapshot for a whole document).
+/// `value` with every string in it, object keys included, redacted by `redactor` (one snapshot
+/// for a whole document); `value` itself when nothing in it is masked.
 pub fn redact_json_with<'a>(redactor: &Redactor, value: &'a Value) -> std::borrow::Cow<'a, Value> {
     if !masks_something(redactor, value) {
         return std::borrow::Cow::Borrowed(value);
@@ -149,7 +159,7 @@ fn masks_something(redactor: &Redactor, value: &Value) -> bool {
     }
 }
 
-/// [`redact_json`] on a value the caller owns: only the strings that hold a secret are replaced,
+/// [`redact_json_with`] on a value the caller owns: only the strings that hold a secret are replaced,
 /// nothing else is copied (every history line and LLM request passes here).
 pub fn redact_owned_json(mut value: Value) -> Value {
     redact_json_in_place(&SECRETS.current(), &mut value);
@@ -237,5 +247,19 @@ mod tests {
         ));
         let key_only = json!({"canary-4f2a9c": 1});
         assert_eq!(*redact_json_with(&redactor, &key_only), json!({"***": 1}));
+    }
+
+    #[test]
+    fn a_request_body_is_sent_as_serialised_unless_a_string_in_it_holds_a_secret() {
+        add_secrets(["canary-request-7d1e0b"]);
+        let clean = json!({"messages": [{"role": "user", "content": "write the notes"}]});
+        assert_eq!(
+            redacted_json_text(&clean).as_ref(),
+            serde_json::to_vec(&clean).unwrap()
+        );
+        let leaky = json!({"messages": [{"content": "key: canary-request-7d1e0b", "n": 2}]});
+        let sent = redacted_json_text(&leaky);
+        let sent: Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(sent, json!({"messages": [{"content": "key: ***", "n": 2}]}));
     }
 }
