@@ -117,12 +117,13 @@ pub fn serialized_json_is_clean(json: &str) -> bool {
 }
 
 /// `value` serialised as it may leave the process: every string in it, object keys included,
-/// redacted. Serialised once and searched once as a whole; the strings are redacted one by one
-/// only when that search finds something (see [`serialized_json_is_clean`]).
+/// redacted. Serialised once and searched as a whole (past what it shares with the last clean
+/// document); the strings are redacted one by one only when that search finds something (see
+/// [`serialized_json_is_clean`]).
 pub fn redacted_json_text(value: &Value) -> bytes::Bytes {
     let text = serde_json::to_vec(value).expect("a JSON value always serialises");
     let redactor = SECRETS.current();
-    if std::str::from_utf8(&text).is_ok_and(|t| redactor.holds_nothing_in(t)) {
+    if redactor.holds_nothing_in_document(&text) {
         return text.into();
     }
     let redacted = redact_json_with(&redactor, value);

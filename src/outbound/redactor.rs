@@ -120,6 +120,8 @@ struct CleanTexts {
     with_shapes: std::collections::HashSet<Box<str>>,
     known_only: std::collections::HashSet<Box<str>>,
     bytes: usize,
+    /// The last serialised document found clean (see [`Redactor::holds_nothing_in_document`]).
+    last_document: Vec<u8>,
 }
 
 impl CleanTexts {
@@ -285,7 +287,7 @@ impl Redactor {
         if remembered && self.clean_texts().set(shapes).contains(text) {
             return Cow::Borrowed(text);
         }
-        let redacted = if self.may_hold_a_secret(text, shapes) {
+        let redacted = if self.may_hold_a_secret(text.as_bytes(), shapes) {
             self.search_and_mask(text, shapes)
         } else {
             Cow::Borrowed(text)
@@ -299,7 +301,7 @@ impl Redactor {
     /// Whether a known value or a shape's literal occurs in `text` at all: one search each that
     /// stops at the first match, where collecting every (overlapping) match takes longer and
     /// allocates. Nearly every text that leaves the process holds neither.
-    fn may_hold_a_secret(&self, text: &str, shapes: bool) -> bool {
+    fn may_hold_a_secret(&self, text: &[u8], shapes: bool) -> bool {
         self.searcher.as_ref().is_some_and(|s| s.is_match(text))
             || (shapes && SHAPE_LITERALS.0.is_match(text))
     }
@@ -307,7 +309,34 @@ impl Redactor {
     /// Neither a known value nor a token shape's literal occurs in `text`: redacting it, or any
     /// part of it, changes nothing.
     pub fn holds_nothing_in(&self, text: &str) -> bool {
-        !self.may_hold_a_secret(text, true)
+        !self.may_hold_a_secret(text.as_bytes(), true)
+    }
+
+    /// [`Redactor::holds_nothing_in`] for documents sent one after another that mostly repeat
+    /// the one before (LLM requests: system prompt, tools, plan, then the conversation so far).
+    /// Only the bytes after the part shared with the last clean document are searched, from as
+    /// far before it as the longest value or literal reaches, so no match across the seam is
+    /// missed.
+    pub fn holds_nothing_in_document(&self, text: &[u8]) -> bool {
+        let shared = {
+            let memo = self.clean_texts();
+            let last = &memo.last_document;
+            let same = last.iter().zip(text).take_while(|(a, b)| a == b).count();
+            same.saturating_sub(self.longest_pattern().saturating_sub(1))
+        };
+        let clean = !self.may_hold_a_secret(&text[shared..], true);
+        if clean {
+            let mut memo = self.clean_texts();
+            memo.last_document.clear();
+            memo.last_document.extend_from_slice(text);
+        }
+        clean
+    }
+
+    /// The longest known value or shape literal, in bytes.
+    fn longest_pattern(&self) -> usize {
+        let known = self.searcher.as_ref().map_or(0, |s| s.max_pattern_len());
+        known.max(SHAPE_LITERALS.0.max_pattern_len())
     }
 
     fn clean_texts(&self) -> std::sync::MutexGuard<'_, CleanTexts> {
@@ -828,5 +857,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_document_repeating_a_clean_one_is_searched_from_before_the_seam() {
+        let secret = "seam-secret-0123456789";
+        let redactor = Redactor::new([secret]);
+        let clean = format!("{{\"system\":\"{}\",\"messages\":[]}}", "x".repeat(4000));
+        assert!(redactor.holds_nothing_in_document(clean.as_bytes()));
+        // The secret starts inside the part both documents share and ends after it.
+        let (head, tail) = secret.split_at(6);
+        let before = format!("{{\"system\":\"{}{head}QQQQQQQQ\"}}", "x".repeat(4000));
+        assert!(redactor.holds_nothing_in_document(before.as_bytes()));
+        let straddling = format!("{{\"system\":\"{}{head}{tail}\"}}", "x".repeat(4000));
+        assert!(!redactor.holds_nothing_in_document(straddling.as_bytes()));
+        assert!(redactor.holds_nothing_in_document(clean.as_bytes()));
+        // Wholly after it, or a token shape; and the clean one again.
+        let after = format!("{}{secret}\"}}]}}", &clean[..clean.len() - 2]);
+        assert!(!redactor.holds_nothing_in_document(after.as_bytes()));
+        let shape = format!(
+            "{}ghp_abcdefghijklmnopqrstuvwxyz0123\"}}]}}",
+            &clean[..clean.len() - 2]
+        );
+        assert!(!redactor.holds_nothing_in_document(shape.as_bytes()));
+        assert!(redactor.holds_nothing_in_document(clean.as_bytes()));
+        // A redactor that knows one more value does not trust what this one found clean.
+        let more = Redactor::new([secret, "x".repeat(30).as_str()]);
+        assert!(!more.holds_nothing_in_document(clean.as_bytes()));
     }
 }
