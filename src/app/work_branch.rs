@@ -245,8 +245,8 @@ impl WorkBranchReporter {
         );
         let publisher = self.publisher.clone();
         tracing::debug!("work branch `{branch}`: save started");
-        // The remote's side of the push starts beside `git add` and the commit, when the commit
-        // will come with a pack to send.
+        // When the commit will come with a pack to send, the push opened ahead is taken (or one
+        // opened now, beside the staging and the commit).
         let packs = known.as_ref().is_some_and(Snapshots::packs_next);
         let opening = async { if packs { self.take_push().await } else { None } };
         let committing = tokio::task::spawn_blocking(move || {
