@@ -7,7 +7,7 @@
 //! ([`super::private`]) is reached through its private git directory, never through the
 //! checkout's `.git`: `--git-dir <private> --work-tree <checkout>`.
 
-use super::GitError;
+use super::error::GitError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -25,7 +25,6 @@ const FIXED: &[&str] = &[
     "core.askPass=",
     "core.sshCommand=ssh",
     "credential.helper=",
-    "diff.external=",
     "diff.ignoreSubmodules=all",
     "status.submoduleSummary=false",
     "submodule.recurse=false",

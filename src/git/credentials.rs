@@ -7,8 +7,8 @@
 //! in memory (and in the redactor), and hands them to its own git processes as `GIT_CONFIG_*`
 //! variables ([`super::command`]), never writing them to a file a command can read.
 
-use super::GitError;
 use super::command::run;
+use super::error::GitError;
 use std::path::{Path, PathBuf};
 
 /// What adoption takes from the checkout's config.

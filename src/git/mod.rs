@@ -7,32 +7,12 @@
 
 pub mod command;
 pub mod credentials;
+mod error;
 pub mod private;
 
 pub use command::{output_with, run, run_with};
+pub use error::GitError;
 pub use private::{Adopted, adopt};
-
-/// A git operation that failed, with what git said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitError {
-    pub message: String,
-}
-
-impl GitError {
-    pub fn new(message: impl Into<String>) -> Self {
-        GitError {
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for GitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for GitError {}
 
 /// The run's private directory of the work tree `dir` belongs to (where its worktrees and
 /// temporary files go), when it was adopted.

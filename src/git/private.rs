@@ -10,9 +10,9 @@
 //! the identity. Credentials are taken out of the checkout's config ([`super::credentials`]) and
 //! kept in memory for Replan's own fetches and pushes.
 
-use super::GitError;
 use super::command::{self, register, register_no_repository, unregister};
 use super::credentials::{self, Taken};
+use super::error::GitError;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -169,6 +169,7 @@ pub fn adopt(
     forbidden: &[PathBuf],
 ) -> Result<Adopted, GitError> {
     let parent = private_parent(env, forbidden)?;
+    remove_abandoned(&parent);
     let root = make_run_dir(&parent)?;
     let work_tree_of = |dir: &Path| {
         command::run(dir, &["rev-parse", "--show-toplevel"], &[])
@@ -221,7 +222,7 @@ pub fn adopt(
     };
     // A workspace that is a folder of the repository is reached through the same route.
     register(&work_tree, &git_dir, credentials);
-    tracing::info!(
+    tracing::debug!(
         "git: Replan's own git uses a private copy of the repository in {} (the checkout's .git \
          is never used by Replan again in this run)",
         root.display()
@@ -231,6 +232,27 @@ pub fn adopt(
         work_tree,
         git_dir: Some(git_dir),
     })
+}
+
+/// Remove the run directories of processes that are gone (a run killed with SIGKILL cannot
+/// remove its own).
+fn remove_abandoned(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("run-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// `<parent>/run-<pid>-<random>`, mode 0700, new.
