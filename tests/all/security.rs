@@ -4,7 +4,7 @@
 
 mod canary;
 mod commands;
-mod git_metadata;
+pub(crate) mod git_metadata;
 mod github_canary;
 mod landlock;
 mod nondumpable;

@@ -26,11 +26,12 @@ fn payload(marker: &Path) -> String {
 
 /// The script `make test` runs (the model rewrote the Makefile to run it): it plants
 /// everything, from inside the sandbox.
-fn planting_script(marker: &Path) -> String {
+pub(crate) fn planting_script(marker: &Path) -> String {
     let payload = payload(marker);
     format!(
         r#"set -e
 evil="$TMPDIR/evil"
+rm -rf "$evil"
 mkdir -p "$evil/hooks"
 cat > "$evil/run.sh" <<'PAYLOAD'
 {payload}PAYLOAD
@@ -61,12 +62,12 @@ git update-index --add --cacheinfo "160000,$(git -C nested rev-parse HEAD),neste
 # the common directory, which redirects every later git.
 git config core.fsmonitor "$evil/run.sh"
 printf '%s\n' "$evil" > .git/commondir
-echo planted-everything
+echo "planted-$((6 * 7))-everything"
 "#
     )
 }
 
-fn hostile_steps(marker: &Path) -> String {
+pub(crate) fn hostile_steps(marker: &Path) -> String {
     let script = serde_json::to_string(&planting_script(marker)).unwrap();
     format!(
         r#"
@@ -145,7 +146,7 @@ fn planted_git_metadata_never_runs_outside_the_sandbox() {
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     let bodies: String = llm.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(
-        bodies.contains("planted-everything"),
+        bodies.contains("planted-42-everything"),
         "the planting command ran: {bodies}"
     );
     // The work still reached the pull request's branch, stored as written: the planted clean
