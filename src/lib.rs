@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod forge;
+pub mod git;
 pub mod history;
 pub mod http;
 pub mod llm;

@@ -8,6 +8,7 @@ pub mod history_sink;
 pub(crate) mod input;
 pub(crate) mod outputs;
 pub(crate) mod pr_recorder;
+pub(crate) mod private_git;
 pub(crate) mod run;
 pub(crate) mod secrets;
 pub(crate) mod stage;

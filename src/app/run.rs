@@ -45,6 +45,8 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     workflow.mask(&redactor.current());
 
     let workspace = resolve_workspace(opts.workspace.as_ref(), &env)?;
+    // Before anything the model does: Replan's own git moves to a private copy (issue 35).
+    let private = super::private_git::adopt(&workspace, &env)?;
     let absolute = |path: &PathBuf| {
         if path.is_relative() {
             std::env::current_dir()
@@ -68,6 +70,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     // The LLM key's variable and `secrets.extra_values` are known once the config is read.
     redactor.add_secrets(known_secrets(&env, Some(&local.config)));
     workflow.mask(&redactor.current());
+    let network = local.config.tools.network;
     let ctx = Ctx {
         env: env.clone(),
         workspace,
@@ -85,7 +88,9 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     if nonempty("GITHUB_EVENT_NAME") {
         github::github(ctx).await
     } else if opts.issue.is_some() {
-        local::local_run(ctx, &opts).await
+        let result = local::local_run(ctx, &opts).await;
+        super::private_git::export_branches(&private, network).await;
+        result
     } else if env.get("GITLAB_CI").is_some_and(|v| v == "true") {
         gitlab::gitlab(ctx).await
     } else {

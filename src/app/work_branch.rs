@@ -9,7 +9,6 @@
 use crate::history::SessionState;
 use crate::report::{Notice, Reporter};
 use crate::tools::git::{CommitAuthor, Publisher, Snapshots, restore_working_tree};
-use crate::tools::git_wire::Opened;
 use crate::trigger::ThreadRef;
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -71,11 +70,6 @@ pub struct WorkBranchReporter {
     /// When the snapshot of the last save that reached the forge was taken (see
     /// [`crate::app::history_sink::BeforeCommit::saved_at`]).
     saved_at: std::sync::Mutex<Option<std::time::Instant>>,
-    /// The next save's push, opened ahead (beside the planning, or after a save between
-    /// tasks): the remote's side starts long before the save needs it. A branch that moves
-    /// meanwhile only fails the update, as any push that starts from a stale value does, and
-    /// `git push` takes over.
-    next_push: std::sync::Mutex<Option<tokio::task::JoinHandle<Option<Opened>>>>,
 }
 
 impl WorkBranchReporter {
@@ -100,7 +94,6 @@ impl WorkBranchReporter {
             last_save: std::sync::Mutex::new(std::time::Instant::now()),
             interval,
             saved_at: std::sync::Mutex::new(None),
-            next_push: std::sync::Mutex::new(None),
         });
         reporter.open_ahead();
         reporter
@@ -117,52 +110,12 @@ impl WorkBranchReporter {
             return;
         };
         let (repo, name) = (self.workspace.clone(), work_branch(&self.thread));
-        let publisher = self.publisher.clone();
-        let me = self.me.clone();
         runtime.spawn(async move {
-            let opened = tokio::task::spawn_blocking(move || {
-                publisher.prepare(&repo);
-                open(&repo, &name, publisher.as_ref())
-            })
-            .await;
+            let opened = tokio::task::spawn_blocking(move || Snapshots::open(&repo, &name)).await;
             if let Ok(Ok(snapshots)) = opened {
-                let packs = snapshots.packs_next();
                 saved.1 = Some(snapshots);
-                drop(saved);
-                if let (true, Some(me)) = (packs, me.upgrade()) {
-                    me.open_next_push();
-                }
             }
         });
-    }
-
-    /// Start the push of the next save (see `next_push`).
-    fn open_next_push(self: &Arc<Self>) {
-        let me = self.clone();
-        let opening = tokio::spawn(async move { me.publisher.open_push(&me.workspace).await });
-        let previous = self
-            .next_push
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .replace(opening);
-        if let Some(previous) = previous {
-            previous.abort();
-        }
-    }
-
-    /// The push opened ahead, or one opened now.
-    async fn take_push(&self) -> Option<Opened> {
-        let ahead = self
-            .next_push
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(handle) = ahead
-            && let Ok(Some(opened)) = handle.await
-        {
-            return Some(opened);
-        }
-        self.publisher.open_push(&self.workspace).await
     }
 
     /// A save between tasks, skipped while the last one is younger than the interval.
@@ -171,16 +124,6 @@ impl WorkBranchReporter {
             .fetch_max(state.tasks_done(), std::sync::atomic::Ordering::Relaxed);
         if !self.saved_recently() {
             self.save(state).await;
-            let next = self
-                .saved
-                .lock()
-                .await
-                .1
-                .as_ref()
-                .is_some_and(Snapshots::packs_next);
-            if let (true, false, Some(me)) = (next, no_task_left_to_run(state), self.me.upgrade()) {
-                me.open_next_push();
-            }
         } else if no_task_left_to_run(state) {
             self.save_beside_the_final_steps(state).await;
         }
@@ -243,21 +186,16 @@ impl WorkBranchReporter {
             self.author.clone(),
             saved.1.take(),
         );
-        let publisher = self.publisher.clone();
         tracing::debug!("work branch `{branch}`: save started");
-        // When the commit will come with a pack to send, the push opened ahead is taken (or one
-        // opened now, beside the staging and the commit).
-        let packs = known.as_ref().is_some_and(Snapshots::packs_next);
-        let opening = async { if packs { self.take_push().await } else { None } };
-        let committing = tokio::task::spawn_blocking(move || {
+        let committed = tokio::task::spawn_blocking(move || {
             let mut snapshots = match known {
                 Some(known) => known,
-                None => open(&repo, &name, publisher.as_ref())?,
+                None => Snapshots::open(&repo, &name)?,
             };
             let commit = snapshots.commit(&repo, &message, &author)?;
             Ok::<_, crate::tools::ToolError>((snapshots, commit))
-        });
-        let (committed, opened) = tokio::join!(committing, opening);
+        })
+        .await;
         let pushed = match committed {
             Ok(Ok((snapshots, None))) => {
                 saved.1 = Some(snapshots);
@@ -268,7 +206,7 @@ impl WorkBranchReporter {
                     "work branch `{branch}`: {commit} committed after {} ms",
                     started.elapsed().as_millis()
                 );
-                let (snapshots, pushed) = self.advance_and_push(snapshots, &commit, opened).await;
+                let (snapshots, pushed) = self.advance_and_push(snapshots, &commit).await;
                 saved.1 = snapshots;
                 pushed
             }
@@ -296,22 +234,16 @@ impl WorkBranchReporter {
         &self,
         mut snapshots: Snapshots,
         commit: &str,
-        opened: Option<Opened>,
     ) -> (Option<Snapshots>, Result<(), String>) {
         let branch = work_branch(&self.thread);
-        let outgoing = snapshots.take_outgoing();
         let (repo, name, id) = (self.workspace.clone(), branch.clone(), commit.to_owned());
         let advance = tokio::task::spawn_blocking(move || {
             let moved = snapshots.advance(&repo, &name, &id);
             (snapshots, moved)
         });
-        let push = self.publisher.publish_commit(
-            &self.workspace,
-            commit,
-            &branch,
-            outgoing.as_ref(),
-            opened,
-        );
+        let push = self
+            .publisher
+            .publish_commit(&self.workspace, commit, &branch);
         let (advanced, pushed) = if self.publisher.pushes_commits() {
             tokio::join!(advance, push)
         } else {
@@ -322,10 +254,7 @@ impl WorkBranchReporter {
             }
         };
         let snapshots = match advanced {
-            Ok((mut snapshots, Ok(()))) => {
-                snapshots.pushed(pushed.is_ok());
-                Some(snapshots)
-            }
+            Ok((snapshots, Ok(()))) => Some(snapshots),
             Ok((_, Err(e))) => {
                 return (
                     None,
@@ -392,19 +321,6 @@ impl Reporter for WorkBranchReporter {
     }
 }
 
-/// The snapshots of `branch`, packing each commit when the publisher can send the pack.
-fn open(
-    repo: &std::path::Path,
-    branch: &str,
-    publisher: &dyn Publisher,
-) -> Result<Snapshots, crate::tools::ToolError> {
-    if publisher.sends_packs() {
-        Snapshots::open_for_push(repo, branch)
-    } else {
-        Snapshots::open(repo, branch)
-    }
-}
-
 /// Every subtask of the plan has finished or cannot run: no more task work in this run unless
 /// the plan changes.
 fn no_task_left_to_run(state: &SessionState) -> bool {
@@ -412,123 +328,4 @@ fn no_task_left_to_run(state: &SessionState) -> bool {
         .plan
         .as_ref()
         .is_some_and(|plan| crate::engine::step::next_runnable(plan, state).is_none())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::app::history_sink::BeforeCommit as _;
-    use crate::report::Notice;
-    use crate::tools::ToolError;
-    use crate::tools::git_wire::{Outgoing, Remote};
-    use std::path::Path;
-    use std::time::Instant;
-
-    struct Quiet;
-
-    #[async_trait]
-    impl Reporter for Quiet {
-        async fn progress(&self, _: &SessionState) -> Option<String> {
-            None
-        }
-        async fn notice(&self, _: &SessionState, _: &Notice) -> Option<String> {
-            None
-        }
-        async fn finish(&self, _: &SessionState) {}
-    }
-
-    /// Pushes packs to a bare repository on this machine, noting when each push was opened.
-    struct Timed {
-        remote: PathBuf,
-        opened: std::sync::Mutex<Vec<Instant>>,
-    }
-
-    #[async_trait]
-    impl Publisher for Timed {
-        async fn publish(&self, _: &Path, _: &str) -> Result<(), ToolError> {
-            Err(ToolError::new(
-                crate::tools::ToolErrorKind::Failed,
-                "the test pushes packs only",
-            ))
-        }
-        fn pushes_commits(&self) -> bool {
-            true
-        }
-        fn sends_packs(&self) -> bool {
-            true
-        }
-        async fn open_push(&self, _: &Path) -> Option<Opened> {
-            self.opened.lock().unwrap().push(Instant::now());
-            Remote::Local(self.remote.clone()).open().await.ok()
-        }
-        async fn publish_commit(
-            &self,
-            repo: &Path,
-            commit: &str,
-            branch: &str,
-            outgoing: Option<&Outgoing>,
-            opened: Option<Opened>,
-        ) -> Result<(), ToolError> {
-            match (outgoing.filter(|o| o.commit == commit), opened) {
-                (Some(outgoing), Some(opened)) => opened
-                    .push(branch, outgoing)
-                    .await
-                    .map_err(|e| ToolError::new(crate::tools::ToolErrorKind::Failed, e)),
-                _ => self.publish(repo, branch).await,
-            }
-        }
-    }
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = crate::tools::git::isolated_git(dir)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    #[tokio::test]
-    async fn the_first_save_pushes_through_the_session_opened_beside_the_planning() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (work, remote) = (tmp.path().join("work"), tmp.path().join("remote.git"));
-        std::fs::create_dir_all(&work).unwrap();
-        git(
-            tmp.path(),
-            &["init", "-q", "--bare", remote.to_str().unwrap()],
-        );
-        git(&work, &["init", "-q", "-b", "main"]);
-        std::fs::write(work.join("a.txt"), "a\n").unwrap();
-        git(&work, &["add", "-A"]);
-        git(&work, &["commit", "-q", "-m", "a"]);
-        git(&work, &["push", "-q", remote.to_str().unwrap(), "main"]);
-        let publisher = Arc::new(Timed {
-            remote: remote.clone(),
-            opened: std::sync::Mutex::new(Vec::new()),
-        });
-        let thread = ThreadRef::issue(7);
-        let reporter = WorkBranchReporter::new(
-            Arc::new(Quiet),
-            work.clone(),
-            thread,
-            publisher.clone(),
-            CommitAuthor::default(),
-            0,
-            std::time::Duration::from_secs(600),
-        );
-        // The planning: the snapshots are opened and the push started meanwhile.
-        let until = Instant::now() + std::time::Duration::from_secs(3);
-        while publisher.opened.lock().unwrap().is_empty() && Instant::now() < until {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        std::fs::write(work.join("done.txt"), "task 1\n").unwrap();
-        let save = Instant::now();
-        reporter.before_commit(None).await;
-        let branch = work_branch(&thread);
-        let on_remote = git(&remote, &["show", &format!("{branch}:done.txt")]);
-        assert_eq!(on_remote, "task 1");
-        let opened = publisher.opened.lock().unwrap().clone();
-        assert_eq!(opened.len(), 1, "one push, opened ahead");
-        assert!(opened[0] < save, "opened before the save started");
-    }
 }

@@ -5,6 +5,11 @@
 //! The workspace's index, HEAD and branches are never touched: snapshots are built in temporary
 //! indexes (`tools::git::working_tree`), merges with `git merge-tree`, and the merged result is
 //! written to the working tree only, as if the tools had written it there.
+//!
+//! The worktrees live in Replan's private directory (issue 35), each with a temporary directory
+//! of its own: a subtask's commands may write only those two, never a sibling's worktree. Replan
+//! reaches a worktree through the administrative directory its private git made, never through
+//! the worktree's `.git` file, which the subtask's commands can rewrite.
 
 use crate::tools::git::{CommitAuthor, commit_object, git, git_output, working_tree};
 use crate::tools::workspace::Workspace;
@@ -21,6 +26,8 @@ pub struct Checkouts {
 pub struct Worktree {
     repo: PathBuf,
     path: PathBuf,
+    /// Its own temporary directory (the `TMPDIR` of its commands).
+    temp: PathBuf,
     /// The commit it was made from: the workspace's working tree when the subtask started.
     base: String,
     pub workspace: Workspace,
@@ -28,11 +35,11 @@ pub struct Worktree {
 
 impl Drop for Worktree {
     fn drop(&mut self) {
-        let path = self.path.to_string_lossy().into_owned();
-        if git(&self.repo, &["worktree", "remove", "--force", &path], &[]).is_err() {
-            let _ = std::fs::remove_dir_all(&self.path);
-            let _ = git(&self.repo, &["worktree", "prune"], &[]);
-        }
+        // By hand: `git worktree remove` would read the worktree's `.git` file.
+        crate::git::command::unregister(&self.path);
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_dir_all(&self.temp);
+        let _ = git(&self.repo, &["worktree", "prune"], &[]);
     }
 }
 
@@ -41,6 +48,8 @@ impl Checkouts {
     /// run one after another in the workspace itself.
     pub fn new(main: &Workspace) -> Option<Self> {
         let root = main.root();
+        // Only a checkout Replan adopted has a private directory to put worktrees in.
+        crate::git::private_root(root)?;
         let top = git(root, &["rev-parse", "--show-toplevel"], &[]).ok()?;
         let same_root = Path::new(&top).canonicalize().ok()? == root;
         let has_commit = git(root, &["rev-parse", "--verify", "--quiet", "HEAD"], &[]).is_ok();
@@ -76,11 +85,13 @@ impl Checkouts {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let path = std::env::temp_dir().join(format!(
-            "replan-{}-{}-{safe}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let private = crate::git::private_root(&repo)
+            .ok_or_else(|| "the workspace has no private git directory".to_owned())?;
+        let name = format!("{}-{safe}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let path = private.join("worktrees").join(&name);
+        let temp = private.join("worktrees").join(format!("{name}.tmp"));
+        std::fs::create_dir_all(&temp)
+            .map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
         let shown = path.to_string_lossy().into_owned();
         git(
             &repo,
@@ -88,13 +99,18 @@ impl Checkouts {
             &[],
         )
         .map_err(|e| e.message)?;
+        // The administrative directory git made for it, found in the private git directory by
+        // the path it records, not through the worktree's `.git` file.
+        let admin = admin_dir_of(&repo, &path)?;
+        crate::git::command::register(&path, &admin, Vec::new());
         let mut worktree = Worktree {
             repo,
             path: path.clone(),
+            temp: temp.clone(),
             base: base.to_owned(),
             workspace: self.main.clone(),
         };
-        worktree.workspace = self.main.checkout_at(&path)?;
+        worktree.workspace = self.main.checkout_at(&path)?.with_temp_dir(&temp);
         Ok(worktree)
     }
 
@@ -173,15 +189,31 @@ impl Checkouts {
                 false => Err(String::from_utf8_lossy(&diff.stderr).trim().to_owned()),
             };
         }
-        let file = worktree.path.with_extension("patch");
-        std::fs::write(&file, &diff.stdout)
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-        let applied = git(
+        // Through a pipe: a patch file would sit where a command could swap it.
+        crate::git::run_with(
             repo,
-            &["apply", "--whitespace=nowarn", &file.to_string_lossy()],
+            &["apply", "--whitespace=nowarn", "-"],
             &[],
-        );
-        let _ = std::fs::remove_file(&file);
-        applied.map(|_| ()).map_err(|e| e.message)
+            &[],
+            Some(&diff.stdout),
+        )
+        .map(|_| ())
+        .map_err(|e| e.message)
     }
+}
+
+/// The administrative directory (`<git>/worktrees/<id>`) whose `gitdir` names `path`.
+fn admin_dir_of(repo: &Path, path: &Path) -> Result<PathBuf, String> {
+    let git_dir = crate::git::command::private_git_dir(repo)
+        .ok_or_else(|| "the workspace has no private git directory".to_owned())?;
+    let wanted = path.join(".git");
+    let entries = std::fs::read_dir(git_dir.join("worktrees"))
+        .map_err(|e| format!("cannot read the worktrees of the private git directory: {e}"))?;
+    for entry in entries.flatten() {
+        let recorded = std::fs::read_to_string(entry.path().join("gitdir")).unwrap_or_default();
+        if Path::new(recorded.trim()) == wanted {
+            return Ok(entry.path());
+        }
+    }
+    Err(format!("git made no worktree at {}", path.display()))
 }

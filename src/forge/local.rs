@@ -222,9 +222,8 @@ impl LocalForge {
     }
 
     fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool, ForgeError> {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(repo)
+        let status = crate::git::command::command(repo, &[])
+            .map_err(|e| ForgeError::Other(e.message))?
             .args(["rev-parse", "--verify", "--quiet"])
             .arg(format!("refs/heads/{branch}"))
             .stdout(std::process::Stdio::null())

@@ -15,7 +15,7 @@ use crate::trigger::{ThreadKind, ThreadRef};
 use async_trait::async_trait;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -90,8 +90,12 @@ impl GitBranchHistory {
         stdin: Option<&[u8]>,
         env: &[(&str, &Path)],
     ) -> Result<Output, HistoryError> {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(&self.repo).args(args);
+        let mut cmd =
+            crate::git::command::command(&self.repo, &[]).map_err(|e| HistoryError::Io {
+                what: "running git".into(),
+                source: std::io::Error::other(e.message),
+            })?;
+        cmd.args(args);
         for (k, v) in &self.git_env {
             cmd.env(k, v);
         }

@@ -91,6 +91,17 @@ fn readable_paths() -> Vec<PathBuf> {
     paths
 }
 
+/// Every tree a sandboxed command may read or write with `workspace` (Replan's private
+/// directory must lie outside all of them).
+pub fn reachable_paths(workspace: &std::path::Path) -> Vec<PathBuf> {
+    readable_paths()
+        .into_iter()
+        .chain([workspace.to_path_buf(), std::env::temp_dir()])
+        .filter(|p| p.is_absolute())
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect()
+}
+
 /// Character devices every program expects to write.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
@@ -119,7 +130,7 @@ fn ruleset(
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(|e| e.to_string())?;
     }
-    let mut writable = vec![policy.workspace.clone(), std::env::temp_dir()];
+    let mut writable = vec![policy.workspace.clone(), policy.temp_dir()];
     writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     let created = ruleset
         .create()

@@ -52,8 +52,13 @@ pub fn scrubbed(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<St
         .collect()
 }
 
+/// The scrubbed environment of this process, with git's global config pointed at `/dev/null`:
+/// Landlock denies the sandbox the home directory, and git stops when it cannot read
+/// `~/.gitconfig` (the model's own `git` commands, and the local run's branch hand-over).
 pub fn scrubbed_process_env() -> BTreeMap<String, String> {
-    scrubbed(std::env::vars())
+    let mut env = scrubbed(std::env::vars());
+    env.insert("GIT_CONFIG_GLOBAL".into(), "/dev/null".into());
+    env
 }
 
 #[cfg(test)]

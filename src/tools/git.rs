@@ -1,15 +1,13 @@
-//! Committing the working tree to a new branch without touching the checkout.
+//! Committing the working tree to a new branch without touching the checkout, and pushing it.
 //!
-//! The commit is built in a temporary index (`GIT_INDEX_FILE`), so the current branch, the real
-//! index and the working tree stay exactly as they were: the run can go on editing and testing
-//! after a pull request was opened.
+//! The commit is built in a temporary index (`GIT_INDEX_FILE`) in Replan's private git
+//! directory, so the checkout's branch, index and working tree stay exactly as they were: the
+//! run can go on editing and testing after a pull request was opened. Every git process goes
+//! through `crate::git::command` (private git directory, fixed environment).
 
-use super::git_wire::{Opened, Outgoing, PushSettings, Remote};
-use super::remote_objects::{RemoteObjects, TreeObjects, tree_objects};
 use super::{ToolError, ToolErrorKind};
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Who commits the changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,33 +54,15 @@ pub trait Publisher: Send + Sync {
         false
     }
 
-    /// Make `commit` the forge's `branch` (a fast-forward), sending `outgoing` without
-    /// `git push` where the publisher can, through `opened` when the push was started ahead
-    /// ([`Publisher::open_push`]). Publishers that do not push commits publish the local
-    /// branch, which must already point at `commit`.
+    /// Make `commit` the forge's `branch` (a fast-forward). Publishers that do not push commits
+    /// publish the local branch, which must already point at `commit`.
     async fn publish_commit(
         &self,
         repo: &Path,
         _commit: &str,
         branch: &str,
-        _outgoing: Option<&Outgoing>,
-        _opened: Option<Opened>,
     ) -> Result<(), ToolError> {
         self.publish(repo, branch).await
-    }
-
-    /// Start the next push now, before the commit it will send exists (see [`Opened`]): `None`
-    /// when this publisher sends no packs or the remote cannot be reached that way.
-    async fn open_push(&self, _repo: &Path) -> Option<Opened> {
-        None
-    }
-
-    /// Find out ahead of the first push how it reaches the remote (blocking: asks git).
-    fn prepare(&self, _repo: &Path) {}
-
-    /// Whether [`Publisher::publish_commit`] may send a pack of its own (so saves make one).
-    fn sends_packs(&self) -> bool {
-        false
     }
 }
 
@@ -100,32 +80,6 @@ fn local_branch(branch: &str) -> String {
 /// How a publisher runs `git push` with one refspec (blocking: called on a worker thread).
 trait GitPush: Clone + Send + Sync + 'static {
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError>;
-
-    /// Where the push goes when it can do without `git push` (blocking; see [`Remote::resolve`]).
-    fn remote(&self, repo: &Path) -> Option<Remote>;
-
-    /// The publisher's memory of [`GitPush::remote`]: asked once per run.
-    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>>;
-}
-
-/// [`GitPush::remote`], asked once.
-fn remote_of<P: GitPush>(pusher: &P, repo: &Path) -> Option<Remote> {
-    pusher
-        .resolved()
-        .get_or_init(|| pusher.remote(repo))
-        .clone()
-}
-
-/// [`remote_of`] from an async caller: asked on a worker thread the first time.
-async fn resolved_remote<P: GitPush>(pusher: &P, repo: &Path) -> Option<Remote> {
-    if let Some(known) = pusher.resolved().get() {
-        return known.clone();
-    }
-    let (pusher, dir) = (pusher.clone(), repo.to_path_buf());
-    tokio::task::spawn_blocking(move || remote_of(&pusher, &dir))
-        .await
-        .ok()
-        .flatten()
 }
 
 /// Push `source` (a local branch or a commit id) to `branch` on a worker thread.
@@ -162,66 +116,18 @@ impl<P: GitPush> Publisher for P {
         repo: &Path,
         commit: &str,
         branch: &str,
-        outgoing: Option<&Outgoing>,
-        opened: Option<Opened>,
     ) -> Result<(), ToolError> {
-        if let Some(outgoing) = outgoing.filter(|o| o.commit == commit) {
-            let pushed = match opened {
-                Some(opened) => opened.push(branch, outgoing).await,
-                None => match resolved_remote(self, repo).await {
-                    Some(remote) => remote.push(branch, outgoing).await,
-                    None => Err("the remote is not one Replan pushes to itself".to_owned()),
-                },
-            };
-            match pushed {
-                Ok(()) => return Ok(()),
-                Err(why) => tracing::debug!("pushing `{branch}` is left to git: {why}"),
-            }
-        }
         push(self, repo, commit, branch, false).await
-    }
-
-    async fn open_push(&self, repo: &Path) -> Option<Opened> {
-        let remote = resolved_remote(self, repo).await?;
-        remote
-            .open()
-            .await
-            .inspect_err(|why| tracing::debug!("the push could not be started ahead: {why}"))
-            .ok()
-    }
-
-    fn prepare(&self, repo: &Path) {
-        remote_of(self, repo);
-    }
-
-    fn sends_packs(&self) -> bool {
-        true
     }
 }
 
 /// `git push origin <branch>` when the repository has an `origin` remote; nothing otherwise.
+/// The credentials the checkout's config held reach git from Replan's memory
+/// (`crate::git::credentials`).
 #[derive(Clone, Default)]
-pub struct GitPushPublisher {
-    resolved: Arc<std::sync::OnceLock<Option<Remote>>>,
-}
+pub struct GitPushPublisher;
 
 impl GitPush for GitPushPublisher {
-    fn remote(&self, repo: &Path) -> Option<Remote> {
-        let settings = PushSettings::read(repo)?;
-        let url = match settings.origin_push_url() {
-            Some(url) => url,
-            // Rewritten or several URLs: git says where it pushes (one URL, or not ours).
-            None => git(repo, &["remote", "get-url", "--push", "origin"], &[])
-                .ok()
-                .filter(|url| !url.contains('\n'))?,
-        };
-        Remote::resolve(repo, &settings, &url, Vec::new())
-    }
-
-    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>> {
-        &self.resolved
-    }
-
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
         match git(repo, &["push", "--quiet", "origin", refspec], &[]) {
             Ok(_) => Ok(()),
@@ -240,7 +146,6 @@ impl GitPush for GitPushPublisher {
 pub struct TokenPushPublisher {
     url: String,
     header: String,
-    resolved: Arc<std::sync::OnceLock<Option<Remote>>>,
 }
 
 impl TokenPushPublisher {
@@ -250,7 +155,6 @@ impl TokenPushPublisher {
         TokenPushPublisher {
             url: url.into(),
             header: format!("Authorization: Basic {basic}"),
-            resolved: Arc::default(),
         }
     }
 
@@ -265,24 +169,14 @@ impl TokenPushPublisher {
 }
 
 impl GitPush for TokenPushPublisher {
-    fn remote(&self, repo: &Path) -> Option<Remote> {
-        let (name, value) = self.header.split_once(": ")?;
-        let settings = PushSettings::read(repo).filter(|s| !s.rewrites_urls())?;
-        let header = vec![(name.to_owned(), value.to_owned())];
-        Remote::resolve(repo, &settings, &self.url, header)
-    }
-
-    fn resolved(&self) -> &std::sync::OnceLock<Option<Remote>> {
-        &self.resolved
-    }
-
     fn push_refspec(&self, repo: &Path, refspec: &str) -> Result<(), ToolError> {
-        let env = [
-            ("GIT_CONFIG_COUNT", "1"),
-            ("GIT_CONFIG_KEY_0", "http.extraHeader"),
-            ("GIT_CONFIG_VALUE_0", self.header.as_str()),
-        ];
-        git(repo, &["push", "--quiet", &self.url, refspec], &env).map(|_| ())
+        super::git_command::git_with(
+            repo,
+            &["push", "--quiet", &self.url, refspec],
+            &[("http.extraHeader", self.header.as_str())],
+            None,
+        )
+        .map(|_| ())
     }
 }
 
@@ -305,44 +199,19 @@ pub use super::git_command::{git, git_output};
 /// The object id of each of `names` (any revision syntax), None for one that does not exist:
 /// one `git cat-file --batch-check` for all of them.
 pub fn object_ids(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, ToolError> {
-    use std::io::Write as _;
     if let Some(bad) = names.iter().find(|n| n.contains('\n')) {
         return Err(ToolError::new(
             ToolErrorKind::Failed,
             format!("not a revision: {bad:?}"),
         ));
     }
-    let mut child = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["cat-file", "--batch-check=%(objectname)"])
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
     let input: String = names.iter().map(|n| format!("{n}\n")).collect();
-    // A few short lines: they fit the pipe, so writing all before reading cannot block.
-    let written = child
-        .stdin
-        .take()
-        .map(|mut stdin| stdin.write_all(input.as_bytes()));
-    let output = child
-        .wait_with_output()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))?;
-    if !output.status.success() || !matches!(written, Some(Ok(()))) {
-        return Err(ToolError::new(
-            ToolErrorKind::Failed,
-            format!(
-                "`git cat-file --batch-check` failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ));
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = super::git_command::git_with(
+        repo,
+        &["cat-file", "--batch-check=%(objectname)"],
+        &[],
+        Some(input.as_bytes()),
+    )?;
     let ids: Vec<Option<String>> = text
         .lines()
         .map(|line| {
@@ -359,20 +228,21 @@ pub fn object_ids(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, 
     Ok(ids)
 }
 
-/// The git directory of a checkout whose top is `repo`, read from `<repo>/.git` (a directory,
-/// or a worktree's `gitdir:` file) without running git; None when `repo` has no `.git` (a
-/// subdirectory of the checkout, say), so the caller asks git.
-fn git_dir_of(repo: &Path) -> Option<PathBuf> {
-    let dot_git = repo.join(".git");
-    let meta = std::fs::metadata(&dot_git).ok()?;
-    let dir = if meta.is_dir() {
-        dot_git
-    } else {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
-        let target = text.strip_prefix("gitdir:")?.trim();
-        repo.join(target)
-    };
-    std::fs::canonicalize(dir).ok().filter(|d| d.is_dir())
+/// The git directory Replan uses for `repo`: the private one of an adopted checkout (never the
+/// checkout's `.git`), else what git says.
+fn git_dir_of(repo: &Path) -> Result<PathBuf, ToolError> {
+    match crate::git::command::private_git_dir(repo) {
+        Some(dir) => Ok(dir),
+        None => git(repo, &["rev-parse", "--absolute-git-dir"], &[]).map(PathBuf::from),
+    }
+}
+
+/// A temporary index file of Replan's own, in the git directory it uses for `repo` (one per
+/// call: parallel subtasks snapshot at the same time).
+fn temporary_index(repo: &Path, what: &str) -> Result<PathBuf, ToolError> {
+    static NEXT_INDEX: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(git_dir_of(repo)?.join(format!("replan-{what}-index-{}-{n}", std::process::id())))
 }
 
 /// The branch checked out in `repo`, or None when HEAD is detached.
@@ -433,11 +303,7 @@ const NO_COMMIT: &str = "";
 /// The tree of every working-tree change (as `git add -A` sees them) on top of HEAD, built in a
 /// temporary index so the real one is untouched; `protected` paths keep HEAD's version.
 pub fn working_tree(repo: &Path, protected: &[String]) -> Result<String, ToolError> {
-    // Parallel subtasks snapshot their worktrees at the same time: one index file each.
-    static NEXT_INDEX: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let git_dir = PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?);
-    let index = git_dir.join(format!("replan-index-{}-{n}", std::process::id()));
+    let index = temporary_index(repo, "snapshot")?;
     let index_text = index.to_string_lossy().into_owned();
     let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
     let tree = (|| {
@@ -511,11 +377,11 @@ pub fn commit_object(
 }
 
 /// Snapshots of the working tree on a branch (on top of its tip, else of HEAD) without touching
-/// the checkout. The first save finds the branch and fills a temporary index; later saves only
-/// update that index and commit: `git add` and `git update-ref` each, with the tree and the
-/// commit object written in-process where git would write the same (issue 15's overhead).
+/// the checkout: `git add -A` into a temporary index kept between saves (so unchanged files are
+/// not hashed again), `write-tree`, `commit-tree`, and `update-ref` from where the last save
+/// left the branch.
 pub struct Snapshots {
-    /// The temporary index, kept between saves so `git add -A` only re-reads changed files.
+    /// The temporary index, kept between saves.
     index: PathBuf,
     /// The next commit's parent: the branch's tip, or the last commit made here.
     parent: String,
@@ -523,35 +389,11 @@ pub struct Snapshots {
     old: String,
     /// The tree of `parent`: a save whose tree is the same commits nothing.
     tree: String,
-    /// Where commit objects are written without `git commit-tree` (see `git_objects`).
-    objects: Option<PathBuf>,
-    /// Whether commits are packed for a push (see [`Snapshots::open_for_push`]).
-    packs: bool,
-    /// What the remote branch holds, when known: the next save's push sends only what its
-    /// commit adds (see [`Snapshots::take_outgoing`]).
-    remote: Option<RemoteObjects>,
-    /// The last commit and the objects of its tree, the remote's once it is pushed.
-    pending: Option<(String, TreeObjects)>,
-    /// The pack of the last commit for the push that follows it.
-    outgoing: Option<Outgoing>,
-    /// How `git add -A` may be done without git (see `index_add`); None: git does it.
-    adding: Option<super::index_add::AddSettings>,
 }
 
 impl Snapshots {
-    /// Find `branch` (or HEAD) and fill the temporary index: one `git` process (two when the
-    /// checkout's git directory is not `<repo>/.git`) and a copy of the checkout's index.
+    /// Find `branch` (or HEAD) and fill the temporary index with its tree.
     pub fn open(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
-        Self::open_with(repo, branch, false)
-    }
-
-    /// [`Snapshots::open`] for saves whose commits a publisher may push without `git push`:
-    /// each commit also packs what it adds (see [`Snapshots::take_outgoing`]).
-    pub fn open_for_push(repo: &Path, branch: &str) -> Result<Snapshots, ToolError> {
-        Self::open_with(repo, branch, true)
-    }
-
-    fn open_with(repo: &Path, branch: &str, packs: bool) -> Result<Snapshots, ToolError> {
         let full = format!("refs/heads/{branch}");
         // One `cat-file` answers for the branch and HEAD at once, and says "missing" instead of
         // failing for a branch that does not exist yet.
@@ -561,18 +403,7 @@ impl Snapshots {
             "HEAD".to_owned(),
             "HEAD^{tree}".to_owned(),
         ];
-        // The settings an add without git needs are read beside, by a second `git` process
-        // (both ahead of the first save).
-        let (ids, config) = std::thread::scope(|scope| {
-            let config = scope.spawn(|| {
-                super::git_wire::settings::config_entries(
-                    repo,
-                    &["--get-regexp", super::index_add::KEYS],
-                )
-            });
-            (object_ids(repo, &names), config.join().ok().flatten())
-        });
-        let ids = ids?;
+        let ids = object_ids(repo, &names)?;
         let (tip, parent, tree) = match (&ids[0], &ids[1], &ids[2], &ids[3]) {
             (Some(commit), Some(tree), _, _) => {
                 (Some(commit.clone()), commit.clone(), tree.clone())
@@ -585,56 +416,18 @@ impl Snapshots {
                 ));
             }
         };
-        let (git_dir, objects) = match git_dir_of(repo) {
-            Some(dir) => {
-                let objects = super::git_objects::objects_dir(&dir, |v| std::env::var(v).ok());
-                (dir, objects)
-            }
-            None => (
-                PathBuf::from(git(repo, &["rev-parse", "--absolute-git-dir"], &[])?),
-                None,
-            ),
-        };
-        let index = git_dir.join(format!("replan-work-index-{}", std::process::id()));
-        // `git add -A` makes the index match the working tree whatever it starts from; a copy of
-        // the checkout's own index starts it with the files' stat data, so unchanged files are
-        // not read and hashed again, and saves a `git read-tree`.
-        if copy_index(&git_dir.join("index"), &index).is_err() {
-            let index_text = index.to_string_lossy().into_owned();
-            git(
-                repo,
-                &["read-tree", &parent],
-                &[("GIT_INDEX_FILE", &index_text)],
-            )?;
-        }
-        // The copied index is the parent's tree (a fresh CI checkout): what the remote has of
-        // the branch, or of the commit a new branch starts from.
-        let remote = objects.as_ref().filter(|_| packs).and_then(|_| {
-            let contents = super::index_tree::contents(&std::fs::read(&index).ok()?)?;
-            (hex::encode(contents.root) == tree).then(|| RemoteObjects {
-                tip: tip.clone(),
-                base: parent.clone(),
-                have: tree_objects(&contents),
-            })
-        });
-        let adding = objects
-            .as_ref()
-            .filter(|_| tree.len() == 40)
-            .and_then(|objects| {
-                let git_dir = objects.parent()?;
-                super::index_add::AddSettings::new(&config?, git_dir, |v| std::env::var(v).ok())
-            });
+        let index = temporary_index(repo, "work")?;
+        let index_text = index.to_string_lossy().into_owned();
+        git(
+            repo,
+            &["read-tree", &parent],
+            &[("GIT_INDEX_FILE", &index_text)],
+        )?;
         Ok(Snapshots {
             index,
             old: tip.unwrap_or_else(|| NO_COMMIT.to_owned()),
             parent,
             tree,
-            objects,
-            packs,
-            remote,
-            pending: None,
-            outgoing: None,
-            adding,
         })
     }
 
@@ -664,106 +457,15 @@ impl Snapshots {
     ) -> Result<Option<String>, ToolError> {
         let index_text = self.index.to_string_lossy().into_owned();
         let with_index = [("GIT_INDEX_FILE", index_text.as_str())];
-        let added = match (&self.adding, &self.objects) {
-            (Some(settings), Some(objects)) => objects.parent().is_some_and(|git_dir| {
-                super::index_add::add_all(repo, git_dir, &self.index, objects, settings)
-            }),
-            _ => false,
-        };
-        if !added {
-            let started = std::time::Instant::now();
-            git(repo, &["add", "-A", "--", "."], &with_index)?;
-            tracing::debug!(
-                "snapshot: `git add` took {} µs",
-                started.elapsed().as_micros()
-            );
-        }
-        let index = std::fs::read(&self.index).ok();
-        let tree = match self.write_tree(index.as_deref()) {
-            Some(tree) => tree,
-            None => git(repo, &["write-tree"], &with_index)?,
-        };
+        git(repo, &["add", "-A", "--", "."], &with_index)?;
+        let tree = git(repo, &["write-tree"], &with_index)?;
         if tree == self.tree {
             return Ok(None);
         }
-        let written = self.objects.as_ref().and_then(|objects| {
-            let body = super::git_objects::commit_body(
-                &tree,
-                &self.parent,
-                &crate::outbound::redact(message),
-                (&author.name, &author.email),
-                super::git_objects::now(),
-            )?;
-            let id = super::git_objects::write_loose(objects, "commit", body.as_bytes()).ok()?;
-            Some((id, body))
-        });
-        let commit = match &written {
-            Some((commit, _)) => commit.clone(),
-            None => commit_object(repo, &tree, &self.parent, message, author)?,
-        };
-        self.prepare_push(&commit, written.map(|(_, body)| body), index, &tree);
+        let commit = commit_object(repo, &tree, &self.parent, message, author)?;
         self.parent = commit.clone();
         self.tree = tree;
         Ok(Some(commit))
-    }
-
-    /// The temporary index's tree, written in-process where git would write the same (see
-    /// `index_tree`; a SHA-1 repository, as the parent's tree id says).
-    fn write_tree(&self, index: Option<&[u8]>) -> Option<String> {
-        let objects = self.objects.as_ref().filter(|_| self.tree.len() == 40)?;
-        super::index_tree::write_tree(index?, objects)
-    }
-
-    /// Before `commit` (of `tree`, on `self.parent`) becomes the parent: the objects of its
-    /// tree for the remote's record once it is pushed, and the pack of what it adds to the
-    /// remote's branch when that is known.
-    fn prepare_push(
-        &mut self,
-        commit: &str,
-        body: Option<String>,
-        index: Option<Vec<u8>>,
-        tree: &str,
-    ) {
-        self.outgoing = None;
-        self.pending = None;
-        if !self.packs {
-            return;
-        }
-        let Some(contents) = index.and_then(|index| super::index_tree::contents(&index)) else {
-            return;
-        };
-        if hex::encode(contents.root) != tree {
-            return;
-        }
-        if let (Some(remote), Some(body), Some(objects)) = (&self.remote, &body, &self.objects) {
-            let this = (commit, body.as_bytes(), self.parent.as_str());
-            self.outgoing = remote.outgoing(this, &contents, objects);
-        }
-        self.pending = Some((commit.to_owned(), tree_objects(&contents)));
-    }
-
-    /// Whether the next commit will come with a pack (see [`Snapshots::take_outgoing`]): the
-    /// save may then start its push before the commit is made.
-    pub fn packs_next(&self) -> bool {
-        self.packs && self.objects.is_some() && self.remote.is_some()
-    }
-
-    /// The pack for pushing the last commit, when the push can do without `git push`.
-    pub fn take_outgoing(&mut self) -> Option<Outgoing> {
-        self.outgoing.take()
-    }
-
-    /// The last commit's push succeeded (the remote now holds its tree) or failed (what the
-    /// remote holds is unknown until a push succeeds again).
-    pub fn pushed(&mut self, succeeded: bool) {
-        self.remote = match (succeeded, self.pending.take()) {
-            (true, Some((commit, have))) => Some(RemoteObjects {
-                tip: Some(commit.clone()),
-                base: commit,
-                have,
-            }),
-            _ => None,
-        };
     }
 
     /// Move the branch to `commit` (from [`Snapshots::commit`]): compare-and-swap from where the
@@ -775,17 +477,6 @@ impl Snapshots {
     }
 }
 
-/// A copy of the checkout's index that keeps its modification time: entries as new as the index
-/// are "racily clean", and a later time would vouch for them (see `index_add`).
-fn copy_index(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::copy(from, to)?;
-    let modified = std::fs::metadata(from)?.modified()?;
-    std::fs::File::options()
-        .write(true)
-        .open(to)?
-        .set_modified(modified)
-}
-
 impl Drop for Snapshots {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.index);
@@ -793,8 +484,11 @@ impl Drop for Snapshots {
 }
 
 /// Bring the files of `branch` (fetched from `origin` when it is not here) into a clean working
-/// tree whose HEAD it descends from; the index stays at HEAD. `Ok(false)` when there is nothing
-/// to restore or the checkout is not one it can be restored onto.
+/// tree whose HEAD it descends from, exactly: files the saved tree does not have are removed
+/// (`--no-overlay`); the index stays at HEAD. `Ok(false)` when there is nothing to restore or
+/// the checkout is not one it can be restored onto; the branch is then forgotten here, so the
+/// next save starts from HEAD and its (non-forced) push is refused rather than building on a
+/// tip whose files are not in the working tree.
 pub fn restore_working_tree(repo: &Path, branch: &str) -> Result<bool, ToolError> {
     let local = format!("refs/heads/{branch}");
     let exists =
@@ -806,15 +500,23 @@ pub fn restore_working_tree(repo: &Path, branch: &str) -> Result<bool, ToolError
             &[],
         );
     }
-    if !exists(repo)
-        || !git(repo, &["status", "--porcelain"], &[])?
-            .trim()
-            .is_empty()
-        || git(repo, &["merge-base", "--is-ancestor", "HEAD", &local], &[]).is_err()
-    {
+    if !exists(repo) {
         return Ok(false);
     }
-    git(repo, &["checkout", &local, "--", "."], &[])?;
+    let clean = git(repo, &["status", "--porcelain"], &[])?
+        .trim()
+        .is_empty();
+    let descends = git(repo, &["merge-base", "--is-ancestor", "HEAD", &local], &[]).is_ok();
+    if !clean || !descends {
+        // The working tree may already hold exactly the saved work (a local run going on in
+        // the same checkout): then the branch is its base, as a restore would have made it.
+        let saved = git(repo, &["rev-parse", &format!("{local}^{{tree}}")], &[])?;
+        if working_tree(repo, &[]).ok().as_deref() != Some(saved.as_str()) {
+            git(repo, &["update-ref", "-d", &local], &[])?;
+        }
+        return Ok(false);
+    }
+    git(repo, &["checkout", "--no-overlay", &local, "--", "."], &[])?;
     git(repo, &["reset", "--quiet"], &[])?;
     Ok(true)
 }
@@ -910,52 +612,6 @@ mod token_push_tests {
     }
 
     #[test]
-    fn the_commit_written_without_git_is_the_one_git_commit_tree_writes() {
-        let tmp = one_commit(&[]);
-        let work = tmp.path();
-        let author = CommitAuthor {
-            name: "Replan Bot".into(),
-            email: "replan@example.com".into(),
-        };
-        let mut snapshots = Snapshots::open(work, "replan/work/issue-3").unwrap();
-        assert!(snapshots.objects.is_some(), "a plain checkout: in-process");
-        std::fs::write(work.join("b.txt"), "b").unwrap();
-        let message = "Replan: work on issue #3 after 1 finished task(s)";
-        let ours = snapshots
-            .save(work, "replan/work/issue-3", message, &author)
-            .unwrap()
-            .unwrap();
-        let text = git(work, &["cat-file", "-p", &ours], &[]).unwrap();
-        let stamp = text
-            .lines()
-            .find_map(|l| l.strip_prefix("committer Replan Bot <replan@example.com> "))
-            .unwrap()
-            .to_owned();
-        let tree = git(work, &["rev-parse", &format!("{ours}^{{tree}}")], &[]).unwrap();
-        // The tree (written in-process too) is the one git writes for the same files.
-        let scratch = work.join(".git/scratch-index");
-        let scratch = [("GIT_INDEX_FILE", scratch.to_str().unwrap())];
-        git(work, &["add", "-A"], &scratch).unwrap();
-        assert_eq!(git(work, &["write-tree"], &scratch).unwrap(), tree);
-        let head = git(work, &["rev-parse", "HEAD"], &[]).unwrap();
-        let mut env = author.identity().to_vec();
-        env.extend([("GIT_AUTHOR_DATE", stamp.as_str())]);
-        env.extend([("GIT_COMMITTER_DATE", stamp.as_str())]);
-        let theirs = git(
-            work,
-            &["commit-tree", &tree, "-p", &head, "-m", message],
-            &env,
-        )
-        .unwrap();
-        assert_eq!(ours, theirs, "{text}");
-        git(work, &["fsck", "--strict", "--no-dangling"], &[]).unwrap();
-        assert_eq!(
-            git(work, &["rev-parse", "refs/heads/replan/work/issue-3"], &[]).unwrap(),
-            ours
-        );
-    }
-
-    #[test]
     fn a_sha256_repository_gets_its_commits_from_git() {
         let tmp = one_commit(&["--object-format=sha256"]);
         let work = tmp.path();
@@ -1023,7 +679,3 @@ mod token_push_tests {
         );
     }
 }
-
-#[cfg(test)]
-#[path = "git_push_tests.rs"]
-mod push_tests;

@@ -1,7 +1,12 @@
-//! Running `git` on a repository, for every part that asks git something.
+//! Running `git` for the parts of `tools` that ask git something: through Replan's one git
+//! function (`crate::git::command`), with its errors as tool errors.
 
 use super::{ToolError, ToolErrorKind};
 use std::path::Path;
+
+fn tool_error(e: crate::git::GitError) -> ToolError {
+    ToolError::new(ToolErrorKind::Failed, e.message)
+}
 
 /// Run git in `repo` and keep its output as it is (a patch's trailing blank line matters).
 pub fn git_output(
@@ -9,33 +14,21 @@ pub fn git_output(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<std::process::Output, ToolError> {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        // A surrounding git (a hook, a worktree) may have set these; they would redirect us.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("cannot run git: {e}")))
+    crate::git::output_with(repo, args, env, &[], None).map_err(tool_error)
 }
 
 /// Run git in `repo`; stdout on success, a Failed error with stderr otherwise.
 pub fn git(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, ToolError> {
-    let output = git_output(repo, args, env)?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    } else {
-        Err(ToolError::new(
-            ToolErrorKind::Failed,
-            format!(
-                "`git {}` failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ))
-    }
+    crate::git::run(repo, args, env).map_err(tool_error)
+}
+
+/// [`git`] with `config` settings (sent as `GIT_CONFIG_*` variables, never on the command line)
+/// and `input` on standard input.
+pub fn git_with(
+    repo: &Path,
+    args: &[&str],
+    config: &[(&str, &str)],
+    input: Option<&[u8]>,
+) -> Result<String, ToolError> {
+    crate::git::run_with(repo, args, &[], config, input).map_err(tool_error)
 }

@@ -219,6 +219,7 @@ impl McpServer {
             &crate::sandbox::SandboxPolicy {
                 workspace: self.workdir.clone(),
                 network: self.network,
+                temp_dir: None,
             },
         );
         let (transport, stderr) = TokioChildProcess::builder(command)

@@ -114,6 +114,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
     let sandbox = SandboxPolicy {
         workspace: workspace.root().to_path_buf(),
         network: config.network,
+        temp_dir: workspace.temp_dir().map(std::path::Path::to_path_buf),
     };
     crate::sandbox::announce(&sandbox);
 

@@ -74,6 +74,7 @@ impl Tool for RunCommandTool {
     ) -> Option<std::sync::Arc<dyn Tool>> {
         let mut tool = self.clone();
         tool.sandbox.workspace = workspace.root().to_path_buf();
+        tool.sandbox.temp_dir = workspace.temp_dir().map(std::path::Path::to_path_buf);
         tool.workspace = workspace.clone();
         Some(std::sync::Arc::new(tool))
     }
@@ -178,6 +179,7 @@ async fn run(
         .current_dir(cwd)
         .env_clear()
         .envs(scrubbed_process_env())
+        .env("TMPDIR", sandbox.temp_dir())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -13,6 +13,9 @@ pub struct Workspace {
     root: PathBuf,
     /// What the writing tools refuse and commands get restored (`sandbox::protected`).
     protected: ProtectedPaths,
+    /// The temporary directory commands get (`TMPDIR`, writable): a parallel subtask's own,
+    /// else the process's.
+    temp: Option<PathBuf>,
 }
 
 /// A path from the model, checked to be inside the workspace.
@@ -41,6 +44,7 @@ impl Workspace {
             ));
         }
         Ok(Workspace {
+            temp: None,
             protected: ProtectedPaths::new(&canonical),
             root: canonical,
         })
@@ -79,6 +83,17 @@ impl Workspace {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// This workspace whose commands get `temp` as their temporary directory.
+    pub fn with_temp_dir(mut self, temp: &Path) -> Self {
+        self.temp = Some(temp.to_path_buf());
+        self
+    }
+
+    /// The temporary directory of commands run here (`None`: the process's).
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.temp.as_deref()
     }
 
     /// Check a path the model gave; it need not exist yet (its nearest existing ancestor must be

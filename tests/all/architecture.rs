@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["trigger", "http", "sandbox"],
     &["outbound"],
-    &["config", "actions"],
+    &["config", "actions", "git"],
     &["plan"],
     &["history"],
     &["forge"],

@@ -21,3 +21,4 @@ mod security;
 mod seed_json;
 mod tools;
 mod trigger;
+mod work_restore;

@@ -4,6 +4,7 @@
 
 mod canary;
 mod commands;
+pub(crate) mod git_metadata;
 mod github_canary;
 mod landlock;
 mod nondumpable;

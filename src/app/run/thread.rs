@@ -133,6 +133,13 @@ pub(super) async fn cycle_on_thread(
             tool_context.publisher = Arc::new(publisher);
         }
     }
+    if forge.kind() == ForgeKind::Local {
+        // The developer's checkout gets each branch as it is published (through the sandbox).
+        tool_context.publisher = Arc::new(crate::app::private_git::ExportingPublisher::new(
+            tool_context.publisher.clone(),
+            ctx.config.tools.network,
+        ));
+    }
     if let Some(bundle) = &ctx.bundle {
         tool_context.publisher = bundle.publisher();
     }
