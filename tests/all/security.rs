@@ -4,6 +4,7 @@
 
 mod canary;
 mod commands;
+mod file_tools;
 mod github_canary;
 mod landlock;
 mod nondumpable;
