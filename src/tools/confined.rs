@@ -103,6 +103,8 @@ pub enum Kind {
 /// A handle on the workspace root that all access goes through.
 pub struct Confined {
     root: OwnedFd,
+    /// False: resolve by walking even where `openat2` exists (what older kernels get).
+    openat2: bool,
 }
 
 impl Confined {
@@ -122,7 +124,10 @@ impl Confined {
                 format!("the workspace `{}` cannot be opened: {e}", root.display()),
             )
         })?;
-        Ok(Confined { root })
+        Ok(Confined {
+            root,
+            openat2: true,
+        })
     }
 
     /// What `path` is; a symlink anywhere on it is refused.
@@ -279,14 +284,15 @@ impl Confined {
 
     /// The folder made of `parts` beneath the root, created if `create` and missing.
     fn folder(&self, parts: &[OsString], create: bool) -> std::io::Result<OwnedFd> {
-        match open_beneath(&self.root, parts) {
+        match open_beneath(&self.root, parts, self.openat2) {
             Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
                 let mut current = self.root.try_clone()?;
                 for part in parts {
-                    current = match open_beneath(&current, std::slice::from_ref(part)) {
+                    let one = std::slice::from_ref(part);
+                    current = match open_beneath(&current, one, self.openat2) {
                         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                             make_dir(&current, part)?;
-                            open_beneath(&current, std::slice::from_ref(part))?
+                            open_beneath(&current, one, self.openat2)?
                         }
                         other => other?,
                     };
@@ -299,11 +305,11 @@ impl Confined {
 }
 
 /// The folder `parts` beneath `dir`, following no symlink and never leaving `dir`.
-fn open_beneath(dir: &OwnedFd, parts: &[OsString]) -> std::io::Result<OwnedFd> {
+fn open_beneath(dir: &OwnedFd, parts: &[OsString], openat2: bool) -> std::io::Result<OwnedFd> {
     if parts.is_empty() {
         return dir.try_clone();
     }
-    if !NO_OPENAT2.load(Ordering::Relaxed) {
+    if openat2 && !NO_OPENAT2.load(Ordering::Relaxed) {
         match openat2_dir(dir.as_raw_fd(), parts) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
                 NO_OPENAT2.store(true, Ordering::Relaxed);
@@ -633,6 +639,55 @@ mod tests {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {}
             Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}"),
             Ok(_) => panic!("openat2 followed a symlink"),
+        }
+    }
+
+    /// The same rules through both resolutions: `openat2`, and the walk older kernels get.
+    #[test]
+    fn both_resolutions_refuse_symlinks_and_hard_links_and_create_folders() {
+        for openat2 in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("real")).unwrap();
+            std::fs::write(dir.path().join("real/a.txt"), "a").unwrap();
+            std::fs::hard_link(dir.path().join("real/a.txt"), dir.path().join("b.txt")).unwrap();
+            std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+            std::os::unix::fs::symlink("real", dir.path().join("alias")).unwrap();
+            let mut confined = Confined::open(dir.path()).unwrap();
+            confined.openat2 = openat2;
+            let at = |p: &str| FilePath::new(Path::new(p)).unwrap();
+            assert!(!confined.write(&at("new/deep/c.txt"), b"c").unwrap());
+            assert_eq!(confined.read_text(&at("new/deep/c.txt")).unwrap(), "c");
+            for path in ["out/x.txt", "out/new/x.txt", "alias/a.txt", "alias"] {
+                let error = confined.write(&at(path), b"x").unwrap_err();
+                assert_eq!(
+                    error.kind,
+                    ToolErrorKind::Denied,
+                    "{openat2} {path}: {error}"
+                );
+                assert!(
+                    error.message.contains("symlink"),
+                    "{openat2} {path}: {error}"
+                );
+            }
+            for path in ["alias/a.txt", "out/x.txt"] {
+                let error = confined.open_file(&at(path)).unwrap_err();
+                assert_eq!(
+                    error.kind,
+                    ToolErrorKind::Denied,
+                    "{openat2} {path}: {error}"
+                );
+            }
+            let error = confined.open_file(&at("b.txt")).unwrap_err();
+            assert!(error.message.contains("hard link"), "{openat2}: {error}");
+            let error = confined.remove(&at("real/a.txt")).unwrap_err();
+            assert!(error.message.contains("hard link"), "{openat2}: {error}");
+            assert_eq!(
+                confined.kind(&at("real/missing")).unwrap(),
+                Kind::Missing,
+                "{openat2}"
+            );
+            assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         }
     }
 
