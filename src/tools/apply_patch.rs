@@ -6,8 +6,9 @@
 //! the stated line. Nothing is written unless every hunk of every file applies.
 
 use super::args::{Args, invalid};
-use super::blocking::{io_error, read_text, run_blocking, write_atomically};
-use super::workspace::{Workspace, WorkspacePath};
+use super::blocking::run_blocking;
+use super::confined::{FilePath, Kind};
+use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
 use async_trait::async_trait;
@@ -362,18 +363,19 @@ fn mismatch(
 }
 
 enum Change {
-    Write(WorkspacePath, String),
-    Delete(WorkspacePath),
+    Write(FilePath, String),
+    Delete(FilePath),
 }
 
 fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
+    let files = workspace.files()?;
     let mut changes = Vec::new();
     let mut summary = Vec::new();
     for file in patch {
         match (&file.old_path, &file.new_path) {
             (None, Some(new)) => {
-                let target = workspace.resolve_writable("apply_patch", new)?;
-                if target.absolute.exists() {
+                let target = workspace.writable_file_path("apply_patch", new)?;
+                if files.kind(&target)? != Kind::Missing {
                     return Err(ToolError::new(
                         ToolErrorKind::Failed,
                         format!(
@@ -388,7 +390,8 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                 changes.push(Change::Write(target, text));
             }
             (Some(old), new) => {
-                let source = workspace.resolve_existing(old).map_err(|e| {
+                let source = workspace.writable_file_path("apply_patch", old)?;
+                let text = files.read_text(&source).map_err(|e| {
                     if e.kind == ToolErrorKind::NotFound {
                         ToolError::new(
                             ToolErrorKind::NotFound,
@@ -398,8 +401,6 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         e
                     }
                 })?;
-                workspace.check_writable("apply_patch", &source)?;
-                let text = read_text(&source.absolute, &source.relative)?;
                 let patched = apply_hunks(&text, &file.hunks, &source.relative)?;
                 match new {
                     None => {
@@ -417,7 +418,7 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
                         changes.push(Change::Delete(source));
                     }
                     Some(new) if new != old => {
-                        let target = workspace.resolve_writable("apply_patch", new)?;
+                        let target = workspace.writable_file_path("apply_patch", new)?;
                         summary.push(format!(
                             "renamed `{}` to `{}` ({} hunks)",
                             source.relative,
@@ -444,10 +445,9 @@ fn apply(workspace: &Workspace, patch: &[FilePatch]) -> ToolResult {
     for change in changes {
         match change {
             Change::Write(target, text) => {
-                write_atomically(&target.absolute, &target.relative, text.as_bytes())?
+                files.write(&target, text.as_bytes())?;
             }
-            Change::Delete(target) => std::fs::remove_file(&target.absolute)
-                .map_err(|e| io_error(&target.relative, "delete", &e))?,
+            Change::Delete(target) => files.remove(&target)?,
         }
     }
     Ok(ToolOutput {

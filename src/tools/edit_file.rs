@@ -1,7 +1,7 @@
 //! `edit_file`: replace one exact, unique piece of text in a file.
 
 use super::args::{Args, invalid};
-use super::blocking::{read_text, run_blocking, write_atomically};
+use super::blocking::run_blocking;
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -54,12 +54,13 @@ impl Tool for EditFileTool {
                 "edit_file: `old_text` and `new_text` are the same; nothing would change",
             ));
         }
-        let target = self.workspace.resolve_existing(path)?;
-        self.workspace.check_writable("edit_file", &target)?;
+        let target = self.workspace.writable_file_path("edit_file", path)?;
+        let workspace = self.workspace.clone();
         run_blocking("edit_file", self.timeout, move || {
-            let text = read_text(&target.absolute, &target.relative)?;
+            let files = workspace.files()?;
+            let text = files.read_text(&target)?;
             let edited = replace_unique(&text, &old_text, &new_text, &target.relative)?;
-            write_atomically(&target.absolute, &target.relative, edited.as_bytes())?;
+            files.write(&target, edited.as_bytes())?;
             let line = line_of(&text, text.find(&old_text).unwrap_or(0));
             Ok(ToolOutput {
                 content: format!("edited `{}` at line {line}", target.relative),

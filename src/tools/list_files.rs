@@ -2,6 +2,7 @@
 
 use super::args::{Args, invalid};
 use super::blocking::run_blocking;
+use super::confined::{Kind, is_dot_git};
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -17,8 +18,9 @@ pub struct ListFilesTool {
     pub timeout: Duration,
 }
 
-/// A walker over the workspace that skips what git ignores and `.git` itself, but shows
-/// dot-files such as `.github/` that matter to a repository.
+/// A walker over the workspace that skips what git ignores and `.git` itself (in any case), but
+/// shows dot-files such as `.github/` that matter to a repository. It walks by name and never
+/// follows a symlink; whatever it finds is opened again through `confined`.
 pub fn walker(start: &Path) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(start);
     builder
@@ -27,7 +29,7 @@ pub fn walker(start: &Path) -> ignore::WalkBuilder {
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(|entry| !is_dot_git(entry.file_name()));
     builder
 }
 
@@ -56,18 +58,22 @@ impl Tool for ListFilesTool {
     async fn call(&self, arguments: Value) -> ToolResult {
         let args = Args::new("list_files", &arguments)?;
         let path = args.opt_string("path")?.unwrap_or(".");
-        let target = self.workspace.resolve_existing(path)?;
+        let target = self.workspace.file_path(path)?;
         let workspace = self.workspace.clone();
         let max = self.max_results;
         run_blocking("list_files", self.timeout, move || {
-            if !target.absolute.is_dir() {
-                return Err(invalid(format!(
-                    "`{}` is a file, not a folder; use read_file to read it",
-                    target.relative
-                )));
+            match workspace.files()?.kind(&target)? {
+                Kind::Dir => {}
+                Kind::Missing => return Err(missing(&target.relative)),
+                Kind::File | Kind::Other => {
+                    return Err(invalid(format!(
+                        "`{}` is a file, not a folder; use read_file to read it",
+                        target.relative
+                    )));
+                }
             }
             let mut files = Vec::new();
-            for entry in walker(&target.absolute).build() {
+            for entry in walker(&target.under(workspace.root())).build() {
                 let entry = entry.map_err(|e| {
                     ToolError::new(super::ToolErrorKind::Failed, format!("list_files: {e}"))
                 })?;
@@ -96,4 +102,11 @@ impl Tool for ListFilesTool {
         })
         .await
     }
+}
+
+pub fn missing(shown: &str) -> ToolError {
+    ToolError::new(
+        super::ToolErrorKind::NotFound,
+        format!("`{shown}` does not exist in the workspace"),
+    )
 }

@@ -17,6 +17,7 @@ macro_rules! rooted_by_workspace_field {
 pub(crate) mod apply_patch;
 pub(crate) mod args;
 pub(crate) mod blocking;
+pub(crate) mod confined;
 pub(crate) mod detect;
 pub(crate) mod edit_file;
 pub(crate) mod env;

@@ -1,7 +1,8 @@
 //! `read_file`: a text file of the workspace, whole or by line range, within a size cap.
 
 use super::args::{Args, invalid};
-use super::blocking::{io_error, open_regular, run_blocking};
+use super::blocking::{io_error, run_blocking};
+use super::confined::Kind;
 use super::workspace::Workspace;
 use super::{Tool, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -56,17 +57,20 @@ impl Tool for ReadFileTool {
                 "read_file: end_line {e} is before start_line {s}"
             )));
         }
-        let target = self.workspace.resolve_existing(path)?;
+        let target = self.workspace.file_path(path)?;
+        let workspace = self.workspace.clone();
         let cap = self.cap_bytes;
         run_blocking("read_file", self.timeout, move || {
-            if target.absolute.is_dir() {
+            let files = workspace.files()?;
+            if files.kind(&target)? == Kind::Dir {
                 return Err(invalid(format!(
                     "`{}` is a directory; use list_files to see its contents",
                     target.relative
                 )));
             }
+            let file = files.open_file(&target)?;
             Ok(ToolOutput {
-                content: read_lines_bounded(&target.absolute, &target.relative, start, end, cap)?,
+                content: read_lines_bounded(file, &target.relative, start, end, cap)?,
             })
         })
         .await
@@ -76,14 +80,13 @@ impl Tool for ReadFileTool {
 /// Lines `start..=end` of the file, read as a stream: memory stays within `cap` whatever the
 /// file's size (the rest of the file is only counted, never kept).
 fn read_lines_bounded(
-    absolute: &std::path::Path,
+    file: std::fs::File,
     shown: &str,
     start: Option<u64>,
     end: Option<u64>,
     cap: usize,
 ) -> Result<String, super::ToolError> {
     use std::io::BufRead;
-    let file = open_regular(absolute, shown)?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     let (first, last) = (start.unwrap_or(1), end.unwrap_or(u64::MAX));

@@ -1,8 +1,9 @@
 //! `search`: a regular expression over the text files of the workspace, honouring .gitignore.
 
 use super::args::{Args, invalid};
-use super::blocking::{open_regular, run_blocking};
-use super::list_files::walker;
+use super::blocking::run_blocking;
+use super::confined::{FilePath, Kind};
+use super::list_files::{missing, walker};
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -58,13 +59,18 @@ impl Tool for SearchTool {
             .case_insensitive(args.opt_bool("case_insensitive")?.unwrap_or(false))
             .build()
             .map_err(|e| invalid(format!("search: `pattern` is not a valid regex: {e}")))?;
-        let target = self.workspace.resolve_existing(path)?;
+        let target = self.workspace.file_path(path)?;
         let workspace = self.workspace.clone();
         let (max, max_file_bytes) = (self.max_results, self.max_file_bytes);
         run_blocking("search", self.timeout, move || {
-            let mut builder = walker(&target.absolute);
+            let files = workspace.files()?;
+            if files.kind(&target)? == Kind::Missing {
+                return Err(missing(&target.relative));
+            }
+            let start = target.under(workspace.root());
+            let mut builder = walker(&start);
             if let Some(glob) = &glob {
-                let mut overrides = ignore::overrides::OverrideBuilder::new(&target.absolute);
+                let mut overrides = ignore::overrides::OverrideBuilder::new(&start);
                 overrides
                     .add(glob)
                     .map_err(|e| invalid(format!("search: `glob` is not valid: {e}")))?;
@@ -82,7 +88,18 @@ impl Tool for SearchTool {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     continue;
                 }
-                if entry
+                // Opened again beneath the root: a symlink, a hard link or `.git` in any case
+                // found by the walk (or swapped in since) is skipped, never read.
+                let Some(file) = entry
+                    .path()
+                    .strip_prefix(workspace.root())
+                    .ok()
+                    .and_then(|relative| FilePath::new(relative).ok())
+                    .and_then(|path| files.open_file(&path).ok())
+                else {
+                    continue;
+                };
+                if file
                     .metadata()
                     .map(|m| m.len() > max_file_bytes)
                     .unwrap_or(true)
@@ -91,9 +108,6 @@ impl Tool for SearchTool {
                 }
                 // Never more than the cap, even if the file grew since its size was read.
                 let mut bytes = Vec::new();
-                let Ok(file) = open_regular(entry.path(), "") else {
-                    continue;
-                };
                 if std::io::Read::read_to_end(
                     &mut std::io::Read::take(file, max_file_bytes),
                     &mut bytes,

@@ -2,8 +2,10 @@
 //!
 //! Every path from the model is relative to the root; `..` that climbs above it, absolute paths,
 //! symlinks resolving outside it and anything under `.git` (which may hold the checkout's
-//! credentials) are denied.
+//! credentials) are denied. The file tools go further: they reach files only through
+//! [`Confined`], which the kernel keeps beneath the root and off every symlink.
 
+use super::confined::{Confined, FilePath};
 use super::error::{ToolError, ToolErrorKind};
 use crate::sandbox::protected::ProtectedPaths;
 use std::path::{Component, Path, PathBuf};
@@ -96,8 +98,8 @@ impl Workspace {
         self.temp.as_deref()
     }
 
-    /// Check a path the model gave; it need not exist yet (its nearest existing ancestor must be
-    /// inside the workspace).
+    /// Check a path the model gave (a command's working folder); it need not exist yet (its
+    /// nearest existing ancestor must be inside the workspace).
     pub fn resolve(&self, path: &str) -> Result<WorkspacePath, ToolError> {
         let relative = self.normalise(path)?;
         let joined = self.root.join(&relative);
@@ -143,21 +145,6 @@ impl Workspace {
         &self.protected
     }
 
-    /// [`Workspace::resolve`] for a path `tool` is about to create, change or delete: protected
-    /// paths are refused.
-    pub fn resolve_writable(&self, tool: &str, path: &str) -> Result<WorkspacePath, ToolError> {
-        let resolved = self.resolve(path)?;
-        self.check_writable(tool, &resolved)?;
-        Ok(resolved)
-    }
-
-    /// A `Denied` error when `tool` may not change `resolved`.
-    pub fn check_writable(&self, tool: &str, resolved: &WorkspacePath) -> Result<(), ToolError> {
-        self.protected
-            .check(tool, &resolved.relative)
-            .map_err(denied)
-    }
-
     /// Resolve a path that must exist.
     pub fn resolve_existing(&self, path: &str) -> Result<WorkspacePath, ToolError> {
         let resolved = self.resolve(path)?;
@@ -168,6 +155,27 @@ impl Workspace {
             ));
         }
         Ok(resolved)
+    }
+
+    /// A path the model gave, for the file tools: normalised (an inner `..` that stays inside is
+    /// resolved by name, never by the kernel) and refused if it names `.git` in any case.
+    pub fn file_path(&self, path: &str) -> Result<FilePath, ToolError> {
+        FilePath::new(&self.normalise(path)?)
+    }
+
+    /// [`Workspace::file_path`] for a path `tool` is about to create, change or delete:
+    /// protected paths are refused.
+    pub fn writable_file_path(&self, tool: &str, path: &str) -> Result<FilePath, ToolError> {
+        let resolved = self.file_path(path)?;
+        self.protected
+            .check(tool, &resolved.relative)
+            .map_err(denied)?;
+        Ok(resolved)
+    }
+
+    /// The handle every read and write of the file tools goes through.
+    pub fn files(&self) -> Result<Confined, ToolError> {
+        Confined::open(&self.root)
     }
 
     /// The relative path of something found by walking the workspace.
@@ -297,6 +305,17 @@ mod tests {
             ws.resolve("./src/new/file.rs").unwrap().relative,
             "src/new/file.rs"
         );
+    }
+
+    #[test]
+    fn the_file_tools_resolve_inner_dot_dot_by_name_and_refuse_dot_git_in_any_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        assert_eq!(ws.file_path("a/../b.txt").unwrap().relative, "b.txt");
+        for path in ["../x", ".GIT/config", "a/.Git/x", "/etc/passwd"] {
+            let error = ws.file_path(path).unwrap_err();
+            assert_eq!(error.kind, ToolErrorKind::Denied, "{path}: {error}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `write_file`: create or replace a file of the workspace.
 
-use super::args::{Args, invalid};
-use super::blocking::{run_blocking, write_atomically};
+use super::args::Args;
+use super::blocking::run_blocking;
 use super::workspace::Workspace;
 use super::{Tool, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -41,16 +41,10 @@ impl Tool for WriteFileTool {
         let args = Args::new("write_file", &arguments)?;
         let path = args.string("path")?;
         let content = crate::outbound::redact_known(args.string("content")?);
-        let target = self.workspace.resolve_writable("write_file", path)?;
+        let target = self.workspace.writable_file_path("write_file", path)?;
+        let workspace = self.workspace.clone();
         run_blocking("write_file", self.timeout, move || {
-            if target.absolute.is_dir() {
-                return Err(invalid(format!(
-                    "`{}` is a directory; give a file path",
-                    target.relative
-                )));
-            }
-            let existed = target.absolute.exists();
-            write_atomically(&target.absolute, &target.relative, content.as_bytes())?;
+            let existed = workspace.files()?.write(&target, content.as_bytes())?;
             Ok(ToolOutput {
                 content: format!(
                     "{} `{}` ({} bytes)",

@@ -4,6 +4,7 @@
 
 mod canary;
 mod commands;
+mod file_tools;
 pub(crate) mod git_metadata;
 mod github_canary;
 mod landlock;

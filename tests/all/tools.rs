@@ -177,7 +177,7 @@ async fn every_workspace_tool_denies_dot_dot_absolute_and_symlink_escapes() {
         err(&tools, "read_file", json!({"path": "link.txt"}))
             .await
             .message
-            .contains("outside the workspace")
+            .contains("the file tools do not follow symlinks")
     );
     assert_eq!(read(&setup.outside, "secret.txt"), "top secret\n");
     assert!(!setup.outside.join("new.txt").exists());
@@ -189,14 +189,19 @@ async fn every_workspace_tool_denies_dot_dot_absolute_and_symlink_escapes() {
     );
 }
 
+/// A symlink is never followed, not even one that stays inside: a command can retarget it
+/// between two calls, and git stores it as a link, not as the file it points to.
 #[tokio::test]
-async fn a_symlink_that_stays_inside_the_workspace_is_followed() {
+async fn a_symlink_that_stays_inside_the_workspace_is_not_followed() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "real/file.txt", "real\n");
     std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("alias")).unwrap();
     let tools = registry(dir.path()).await;
+    let error = err(&tools, "read_file", json!({"path": "alias/file.txt"})).await;
+    assert_eq!(error.kind, ToolErrorKind::Denied);
+    assert!(error.message.contains("do not follow symlinks"), "{error}");
     assert_eq!(
-        ok(&tools, "read_file", json!({"path": "alias/file.txt"})).await,
+        ok(&tools, "read_file", json!({"path": "real/file.txt"})).await,
         "real\n"
     );
 }
