@@ -14,7 +14,7 @@ use replan::app::bundle::{Manifest, Write};
 
 const WRITING: [&str; 4] = ["POST", "PATCH", "PUT", "DELETE"];
 
-fn writing_requests(world: &World) -> Vec<String> {
+pub(super) fn writing_requests(world: &World) -> Vec<String> {
     world
         .fake
         .requests()
@@ -32,7 +32,7 @@ pub(super) fn world_with_issue() -> (World, u64) {
 }
 
 /// `replan run --bundle DIR` for alice's issue; the job's environment and DIR.
-fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) {
+pub(super) fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) {
     let env = world.env("issues", &world.issue_opened(number, "alice"));
     let dir = world.files.path().join("replan-bundle");
     let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
@@ -46,7 +46,7 @@ fn publish_job(world: &World, env: &BTreeMap<String, String>, dir: &Path) {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
 
-fn origin_branch(origin: &TestRepo, number: u64) -> Option<String> {
+pub(super) fn origin_branch(origin: &TestRepo, number: u64) -> Option<String> {
     origin.rev_parse(&format!("replan/issue-{number}"))
 }
 
@@ -76,7 +76,18 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     let llm_calls = world.llm.requests().len();
     let mut publish_env = env.clone();
     publish_env.retain(|name, _| !name.starts_with("REPLAN_LLM") && name != "OPENAI_API_KEY");
-    publish_job(&world, &publish_env, &dir);
+    let digest = world.outputs()["bundle_digest"].clone();
+    assert_eq!(digest.len(), 64, "the agent job's bundle_digest: {digest}");
+    let output = world.run_args(
+        &publish_env,
+        &[
+            OsString::from("publish"),
+            dir.clone().into(),
+            "--digest".into(),
+            digest.into(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
         world.llm.requests().len(),
         llm_calls,
