@@ -171,10 +171,67 @@ pub async fn vet(
                 .map_err(|e| Refusal::whole(format!("checking the branches stopped: {e}")))?
                 .map_err(|rule| Refusal::write(i, write, rule))?
             }
+            Write::History { thread, entries } => {
+                checklist_entries(*thread, entries, writes, sources)
+                    .await
+                    .map_err(|rule| Refusal::write(i, write, rule))?
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// A `checklist` entry tells every later run which comment to edit: it may name only the
+/// checklist this bundle posts (its placeholder) or the one the history already names.
+async fn checklist_entries(
+    thread: ThreadRef,
+    entries: &[Entry],
+    writes: &[Write],
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    let named: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Checklist { comment_id } => Some(comment_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let posted_here = |id: &str| {
+        writes.iter().any(|w| {
+            matches!(w, Write::Checklist { thread: t, placeholder, .. }
+                if *t == thread && placeholder == id && id.starts_with(PLACEHOLDER_PREFIX))
+        })
+    };
+    let mut recorded = None;
+    for id in named {
+        if posted_here(id) {
+            continue;
+        }
+        if recorded.is_none() {
+            recorded = Some(history_checklist(thread, sources).await?);
+        }
+        if recorded.as_ref().and_then(Option::as_deref) != Some(id) {
+            return Err(format!(
+                "a `checklist` history entry names comment {id}, which is neither the checklist this bundle posts nor the one the history names"
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn history_checklist(
+    thread: ThreadRef,
+    sources: &Sources<'_>,
+) -> Result<Option<String>, String> {
+    Ok(crate::history::store::load(sources.history, &thread)
+        .await
+        .map_err(|e| format!("cannot read the history of {thread}: {e}"))?
+        .state
+        .checklist_comment_id)
 }
 
 /// The rules one write must meet on its own (and against the bundle's other writes).
@@ -386,11 +443,7 @@ async fn edit_target(
     if posted_here {
         return Ok(());
     }
-    let checklist = crate::history::store::load(sources.history, &thread)
-        .await
-        .map_err(|e| format!("cannot read the history of {thread} to check comment {id}: {e}"))?
-        .state
-        .checklist_comment_id;
+    let checklist = history_checklist(thread, sources).await?;
     if checklist.as_deref() == Some(id) {
         return Ok(());
     }

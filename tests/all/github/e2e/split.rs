@@ -162,16 +162,22 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     world.assert_completed_outputs();
 }
 
-/// The bundle is data from the agent job: a checklist edit aimed at someone else's comment (here
-/// one that copied our marker) is not made; publish posts Replan's own checklist instead.
+/// The bundle is data from the agent job: a checklist aimed at someone else's comment (here a
+/// bot's that copied our marker) is refused whole; the untouched bundle does not edit that
+/// comment either ("any bot" is not Replan) and posts Replan's own checklist instead.
 #[test]
 fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
     let (world, number) = world_with_issue();
     let (env, dir) = agent_job(&world, number);
-    // Someone copies our marker, and the bundle is changed to aim the checklist at their comment.
     let forged = "<!-- replan:checklist -->\nnot Replan's checklist";
-    let impostor = world.fake.seed_comment(number, "mallory", forged);
-    let mut manifest = Manifest::load(&dir).unwrap();
+    let impostor = world.fake.seed_comment(number, "mallory[bot]", forged);
+    let aimed_dir = world.files.path().join("aimed");
+    std::fs::create_dir_all(&aimed_dir).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), aimed_dir.join(entry.file_name())).unwrap();
+    }
+    let mut manifest = Manifest::load(&aimed_dir).unwrap();
     let mut aimed = 0;
     for write in &mut manifest.writes {
         if let Write::Checklist { placeholder, .. } = write {
@@ -180,7 +186,17 @@ fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
         }
     }
     assert!(aimed > 0, "the agent rendered the checklist");
-    manifest.save(&dir).unwrap();
+    manifest.save(&aimed_dir).unwrap();
+
+    world.fake.clear_requests();
+    let output = world.run_args(&env, &[OsString::from("publish"), aimed_dir.into()]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("neither the checklist this bundle posts"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(writing_requests(&world), Vec::<String>::new());
 
     publish_job(&world, &env, &dir);
     assert_eq!(world.fake.comment(impostor).unwrap().body, forged);

@@ -7,50 +7,16 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use replan::app::bundle::{Manifest, Write};
 use replan::trigger::ThreadRef;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::split::{agent_job, origin_branch, world_with_issue, writing_requests};
 use super::{World, text};
 use crate::support::TestRepo;
-
-/// The bundle digest as docs/security.md specifies it, written here independently: SHA-256 over
-/// every regular, non-hidden file, in byte order of the `/`-separated relative path, each as
-/// `path NUL length(u64, big-endian) contents`.
-pub(super) fn bundle_digest(dir: &Path) -> String {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
-            let path = entry.path();
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path.strip_prefix(root).unwrap().to_string_lossy();
-                out.push((relative.replace('\\', "/"), path));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    let mut hash = Sha256::new();
-    for (relative, path) in files {
-        let bytes = std::fs::read(path).unwrap();
-        hash.update(relative.as_bytes());
-        hash.update([0]);
-        hash.update((bytes.len() as u64).to_be_bytes());
-        hash.update(&bytes);
-    }
-    hex::encode(hash.finalize())
-}
+use crate::support::bundle_digest::bundle_digest;
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -226,6 +192,24 @@ fn cases() -> Vec<Case> {
                             &run_id,
                             json!({"type": "approval", "request_id": "r-1",
                                    "decision": "approved", "author": "alice"}),
+                        )],
+                    })
+                })
+            }),
+        },
+        Case {
+            name: "a history entry naming bob's comment as the checklist",
+            rule: "neither the checklist this bundle posts",
+            env: &[],
+            edit: Box::new(|s, dir| {
+                edit(dir, |m| {
+                    let run_id = m.run_id.clone();
+                    m.writes.push(Write::History {
+                        thread: ThreadRef::issue(s.number),
+                        entries: vec![entry(
+                            500,
+                            &run_id,
+                            json!({"type": "checklist", "comment_id": s.bobs_comment.to_string()}),
                         )],
                     })
                 })
