@@ -16,6 +16,7 @@ mod local;
 mod thread;
 
 pub use context::RunOptions;
+pub(crate) use context::start_rules;
 
 use super::exit::{CliError, Exit};
 use super::secrets::known_secrets;
@@ -33,6 +34,11 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     let stage = opts.stage.resolve()?;
     let started_at = Utc::now();
     let run_id = run_id(&env);
+    // The bundle takes `$GITHUB_OUTPUT` over; the digest goes to the job's own.
+    let job_output = env
+        .get("GITHUB_OUTPUT")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
     let bundle = match &opts.bundle {
         Some(dir) => Some(Arc::new(
             Recorder::create(dir, &run_id, &mut env).map_err(CliError::usage)?,
@@ -84,8 +90,9 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         stage,
         effect_route: Default::default(),
     };
+    let bundle_dir = ctx.bundle.as_ref().map(|b| b.dir().to_path_buf());
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
-    if nonempty("GITHUB_EVENT_NAME") {
+    let result = if nonempty("GITHUB_EVENT_NAME") {
         github::github(ctx).await
     } else if opts.issue.is_some() {
         let result = local::local_run(ctx, &opts).await;
@@ -97,7 +104,16 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         Err(CliError::usage(
             "no trigger: inside GitHub Actions set GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (the runner does), in GitLab CI the job sets GITLAB_CI; for a local run pass --issue N [--title T --body B]",
         ))
+    };
+    // The cycle is over and every command and MCP server it started with it: nothing Replan
+    // runs writes the bundle after this.
+    if let Some(dir) = bundle_dir
+        && let Err(e) = crate::app::bundle::digest::report(&dir, job_output.as_deref())
+    {
+        tracing::error!("{e}");
+        return Err(CliError::failure(e));
     }
+    result
 }
 
 fn run_id(env: &BTreeMap<String, String>) -> String {

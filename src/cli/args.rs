@@ -62,6 +62,16 @@ pub struct PublishArgs {
     /// The directory `replan run --bundle DIR` wrote. Run from the workspace.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+
+    /// The thread to publish for when this job's own event names none (a local publish); every
+    /// write addressed elsewhere is refused. In CI the event names it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub issue: Option<u64>,
+
+    /// The agent job's `bundle_digest` step output; a bundle whose digest differs is refused
+    /// [env: REPLAN_BUNDLE_DIGEST].
+    #[arg(long, value_name = "HEX")]
+    pub digest: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -43,7 +43,12 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
         Command::Publish(args) => {
-            crate::app::bundle::publish(args.dir, std::env::vars().collect()).await
+            let options = crate::app::bundle::PublishOptions {
+                dir: args.dir,
+                issue: args.issue,
+                digest: args.digest,
+            };
+            crate::app::bundle::publish(options, std::env::vars().collect()).await
         }
         Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }

@@ -55,6 +55,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "forge_api",
     "user_config_api",
     "secrets",
+    "publish",
 ];
 
 /// The seed variables, read with `envy` (field names are the variable names, lowercased).

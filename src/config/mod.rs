@@ -22,6 +22,7 @@ mod llm;
 mod load;
 mod overrides;
 mod planning;
+mod publish;
 mod reference;
 mod refinement;
 mod remote;
@@ -49,6 +50,7 @@ pub use planning::{
     DecisionMode, DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode,
     ReflectionConfig, RevisionConfig, Strategy,
 };
+pub use publish::PublishConfig;
 pub use reference::reference_markdown;
 pub use refinement::RefinementConfig;
 pub use replanning::{
@@ -81,6 +83,8 @@ pub struct Config {
     pub forge_api: ForgeApiConfig,
     pub user_config_api: Option<UserConfigApi>,
     pub secrets: SecretsConfig,
+    /// Split-trust mode: the caps `replan publish` holds a bundle to.
+    pub publish: PublishConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

@@ -261,6 +261,10 @@ fn problems(c: &Config) -> Vec<Problem> {
 
     k.at_least_one("execution.max_parallel", c.execution.max_parallel);
 
+    let p = &c.publish;
+    k.at_least_one("publish.max_manifest_bytes", p.max_manifest_bytes);
+    k.at_least_one("publish.max_history_bytes", p.max_history_bytes);
+
     let h = &c.history;
     k.at_least_one("history.retention_days", h.retention_days);
     k.at_least_one("history.commit_every", h.commit_every);

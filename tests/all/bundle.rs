@@ -93,6 +93,7 @@ fn bundle_run_writes_nothing_and_publish_leaves_what_a_normal_run_leaves() {
     let output = replan(&llm, split.path())
         .arg("publish")
         .arg(&dir)
+        .args(["--issue", "7"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
@@ -150,6 +151,7 @@ fn publish_refuses_a_branch_that_does_not_apply_and_writes_nothing() {
     let output = replan(&llm, other.path())
         .arg("publish")
         .arg(&dir)
+        .args(["--issue", "7"])
         .output()
         .unwrap();
 

@@ -8,8 +8,11 @@
 //! maps them to the real ones, including where history entries mention them.
 
 pub(crate) mod branch;
+pub mod digest;
 pub(crate) mod publish;
 pub(crate) mod record;
+pub(crate) mod trusted;
+pub mod vet;
 
 use crate::forge::{PullRequestRequest, Reaction};
 use crate::history::Entry;
@@ -17,7 +20,7 @@ use crate::trigger::{ForgeKind, ThreadRef};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use publish::publish;
+pub use publish::{PublishOptions, publish};
 pub use record::Recorder;
 
 /// The manifest's format tag; publish refuses any other.

@@ -3,7 +3,7 @@
 //! text is redacted with this job's secrets, the checklist comment is found here (only one that
 //! Replan wrote, or that the history names, is edited), and the branch must apply to the checkout.
 
-use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
+use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch, digest, vet};
 use crate::app::exit::{CliError, Exit};
 use crate::app::secrets::known_secrets;
 use crate::app::workspace::resolve_workspace;
@@ -28,8 +28,21 @@ struct Target {
     publisher: Arc<dyn Publisher>,
 }
 
-pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit, CliError> {
-    let manifest = Manifest::load(&dir).map_err(CliError::usage)?;
+/// What `replan publish` is told on its command line.
+#[derive(Debug, Clone, Default)]
+pub struct PublishOptions {
+    pub dir: PathBuf,
+    /// `--issue N`: the thread, when the job's own event names none (a local publish).
+    pub issue: Option<u64>,
+    /// `--digest HEX`, else `REPLAN_BUNDLE_DIGEST`: the agent job's `bundle_digest`.
+    pub digest: Option<String>,
+}
+
+pub async fn publish(
+    options: PublishOptions,
+    env: BTreeMap<String, String>,
+) -> Result<Exit, CliError> {
+    let dir = options.dir;
     let workspace = resolve_workspace(None, &env)?;
     let load = LoadOptions {
         workspace: workspace.clone(),
@@ -42,7 +55,42 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
         .map_err(|e| CliError::usage(e.to_string()))?
         .config;
     crate::outbound::add_secrets(known_secrets(&env, Some(&config)));
+    // Integrity first, then the caps on the manifest's size and nesting, then its contents.
+    let expected = options
+        .digest
+        .or_else(|| env.get(digest::DIGEST_ENV).cloned());
+    digest::check(&dir, expected.as_deref()).map_err(CliError::failure)?;
+    let manifest = vet::read_manifest(&dir, &config.publish).map_err(|refusal| {
+        if refusal.usage {
+            CliError::usage(refusal.message)
+        } else {
+            CliError::failure(refusal.message)
+        }
+    })?;
+    for write in &manifest.writes {
+        if let Write::Branch { file, .. } = write {
+            bundle_file(&dir, file)?;
+        }
+    }
     let target = connect(&manifest, &workspace, &config, &env).await?;
+    let trusted = super::trusted::derive(
+        manifest.forge,
+        &config,
+        &env,
+        &workspace,
+        options.issue,
+        target.forge.as_ref(),
+    )
+    .await?;
+    let sources = vet::Sources {
+        dir: &dir,
+        workspace: &workspace,
+        forge: target.forge.as_ref(),
+        history: target.history.as_ref(),
+    };
+    vet::vet(&manifest, &trusted, &config.publish, &sources)
+        .await
+        .map_err(|refusal| CliError::failure(refusal.message))?;
     // The branches first: nothing is written when one of them does not apply.
     for write in &manifest.writes {
         if let Write::Branch {
@@ -58,6 +106,7 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
     let mut publisher = Publishing {
         target,
         workspace,
+        own_login: trusted.own_login.clone(),
         ids: BTreeMap::new(),
         checklists_done: BTreeSet::new(),
         history_commit: None,
@@ -83,11 +132,13 @@ pub async fn publish(dir: PathBuf, env: BTreeMap<String, String>) -> Result<Exit
     }
 }
 
-/// A bundle names its files by bare name; anything else could reach outside the directory.
+/// A bundle names its files by bare name; anything else could reach outside the directory. A
+/// hidden name is refused too: the digest leaves hidden files out (`digest.rs`).
 fn bundle_file(dir: &Path, file: &str) -> Result<PathBuf, CliError> {
-    let plain = Path::new(file)
-        .file_name()
-        .is_some_and(|name| name == std::ffi::OsStr::new(file));
+    let plain = !file.starts_with('.')
+        && Path::new(file)
+            .file_name()
+            .is_some_and(|name| name == std::ffi::OsStr::new(file));
     if !plain {
         return Err(CliError::usage(format!(
             "the manifest names the branch file `{file}`, which is not a file in the bundle directory"
@@ -115,8 +166,9 @@ async fn connect(
             let client = Arc::new(
                 GitHubClient::new(settings).map_err(|e| CliError::failure(e.to_string()))?,
             );
+            let graphql_url = env.get("GITHUB_GRAPHQL_URL").cloned();
             Ok(Target {
-                forge: Arc::new(GitHubForge::new(client.clone())),
+                forge: Arc::new(GitHubForge::new(client.clone()).with_graphql_url(graphql_url)),
                 history: Arc::new(GitHubHistory::new(
                     client,
                     &config.history.branch,
@@ -126,6 +178,14 @@ async fn connect(
             })
         }
         ForgeKind::GitLab => {
+            if let Some(path) = env.get("CI_PROJECT_PATH").filter(|p| !p.is_empty())
+                && *path != manifest.repo
+            {
+                return Err(CliError::usage(format!(
+                    "the bundle was made for {} but this job runs for {path}; publish it in the same project's pipeline",
+                    manifest.repo
+                )));
+            }
             let trigger = Trigger {
                 forge: ForgeKind::GitLab,
                 repo: manifest.repo.clone(),
@@ -194,6 +254,8 @@ fn resolve_with(ids: &BTreeMap<String, String>, text: &str) -> String {
 struct Publishing {
     target: Target,
     workspace: PathBuf,
+    /// Replan's own login on this forge (trusted inputs), whose comments alone it edits.
+    own_login: Option<String>,
     /// Placeholder → the real comment id or pull request URL.
     ids: BTreeMap<String, String>,
     /// Threads whose checklist was already sent (with the last body the agent rendered).
@@ -380,12 +442,19 @@ impl Publishing {
                 comments
                     .iter()
                     .filter(is_checklist)
-                    .find(|c| c.author_is_bot)
+                    .find(|c| self.is_own(c))
             })
             .map(|c| c.id.clone())
     }
 
-    /// A comment may be edited only when Replan wrote it: a bot's comment with our marker.
+    /// Written by Replan's own login; "any bot" is not Replan.
+    fn is_own(&self, comment: &Comment) -> bool {
+        self.own_login
+            .as_deref()
+            .is_some_and(|own| comment.author.eq_ignore_ascii_case(own))
+    }
+
+    /// A comment may be edited only when Replan wrote it: its own login, with our marker.
     async fn owned_comment(
         &self,
         thread: &ThreadRef,
@@ -399,7 +468,7 @@ impl Publishing {
             .await
             .map_err(|e| format!("listing the comments of {thread}: {e}"))?;
         match comments.iter().find(|c| c.id == id) {
-            Some(c) if c.author_is_bot && c.body.trim_start().starts_with(marker) => Ok(()),
+            Some(c) if self.is_own(c) && c.body.trim_start().starts_with(marker) => Ok(()),
             Some(_) => Err(format!(
                 "the bundle edits comment {id} on {thread}, which Replan did not write; not edited"
             )),

@@ -50,7 +50,7 @@ pub(super) struct Ctx {
     pub(super) effect_route: Arc<crate::history::effects::EffectRoute>,
 }
 
-pub(super) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
+pub(crate) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {
     let forge = match kind {
         ForgeKind::GitLab => &config.gitlab,
         _ => &config.github,

@@ -47,7 +47,7 @@ pub fn scenario(overrides: &str) -> Scenario {
 pub(super) struct World {
     pub(super) fake: FakeGitHub,
     pub(super) llm: LlmServer,
-    _origin: TestRepo,
+    pub(super) _origin: TestRepo,
     checkout: TestRepo,
     pub(super) files: TempDir,
     /// Each run of the binary is a new workflow run with its own id.
@@ -103,6 +103,7 @@ impl World {
         value["repository"]["full_name"] = json!(repo);
         value["repository"]["name"] = json!(name);
         value["repository"]["owner"]["login"] = json!(owner);
+        value["repository"]["default_branch"] = json!("main");
         patch(&mut value);
         let out = self
             .files
@@ -953,6 +954,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 mod fanout;
 mod git_attack;
 mod split;
+mod split_hostile;
 mod work_push;
 /// The checklist look-up lists the comments; a next link to another origin is refused there
 /// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run

@@ -3,6 +3,7 @@
 //! Not every test module uses every helper or re-export.
 #![allow(dead_code, unused_imports)]
 
+pub mod bundle_digest;
 pub mod client;
 pub mod fake_github;
 pub mod fake_gitlab;

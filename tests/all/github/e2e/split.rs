@@ -14,7 +14,7 @@ use replan::app::bundle::{Manifest, Write};
 
 const WRITING: [&str; 4] = ["POST", "PATCH", "PUT", "DELETE"];
 
-fn writing_requests(world: &World) -> Vec<String> {
+pub(super) fn writing_requests(world: &World) -> Vec<String> {
     world
         .fake
         .requests()
@@ -32,7 +32,7 @@ pub(super) fn world_with_issue() -> (World, u64) {
 }
 
 /// `replan run --bundle DIR` for alice's issue; the job's environment and DIR.
-fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) {
+pub(super) fn agent_job(world: &World, number: u64) -> (BTreeMap<String, String>, PathBuf) {
     let env = world.env("issues", &world.issue_opened(number, "alice"));
     let dir = world.files.path().join("replan-bundle");
     let agent_args = [OsString::from("run"), "--bundle".into(), dir.clone().into()];
@@ -46,7 +46,7 @@ fn publish_job(world: &World, env: &BTreeMap<String, String>, dir: &Path) {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
 
-fn origin_branch(origin: &TestRepo, number: u64) -> Option<String> {
+pub(super) fn origin_branch(origin: &TestRepo, number: u64) -> Option<String> {
     origin.rev_parse(&format!("replan/issue-{number}"))
 }
 
@@ -76,7 +76,18 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     let llm_calls = world.llm.requests().len();
     let mut publish_env = env.clone();
     publish_env.retain(|name, _| !name.starts_with("REPLAN_LLM") && name != "OPENAI_API_KEY");
-    publish_job(&world, &publish_env, &dir);
+    let digest = world.outputs()["bundle_digest"].clone();
+    assert_eq!(digest.len(), 64, "the agent job's bundle_digest: {digest}");
+    let output = world.run_args(
+        &publish_env,
+        &[
+            OsString::from("publish"),
+            dir.clone().into(),
+            "--digest".into(),
+            digest.into(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
         world.llm.requests().len(),
         llm_calls,
@@ -151,16 +162,22 @@ fn github_split_agent_makes_no_writing_request_and_publish_makes_them_all() {
     world.assert_completed_outputs();
 }
 
-/// The bundle is data from the agent job: a checklist edit aimed at someone else's comment (here
-/// one that copied our marker) is not made; publish posts Replan's own checklist instead.
+/// The bundle is data from the agent job: a checklist aimed at someone else's comment (here a
+/// bot's that copied our marker) is refused whole; the untouched bundle does not edit that
+/// comment either ("any bot" is not Replan) and posts Replan's own checklist instead.
 #[test]
 fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
     let (world, number) = world_with_issue();
     let (env, dir) = agent_job(&world, number);
-    // Someone copies our marker, and the bundle is changed to aim the checklist at their comment.
     let forged = "<!-- replan:checklist -->\nnot Replan's checklist";
-    let impostor = world.fake.seed_comment(number, "mallory", forged);
-    let mut manifest = Manifest::load(&dir).unwrap();
+    let impostor = world.fake.seed_comment(number, "mallory[bot]", forged);
+    let aimed_dir = world.files.path().join("aimed");
+    std::fs::create_dir_all(&aimed_dir).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), aimed_dir.join(entry.file_name())).unwrap();
+    }
+    let mut manifest = Manifest::load(&aimed_dir).unwrap();
     let mut aimed = 0;
     for write in &mut manifest.writes {
         if let Write::Checklist { placeholder, .. } = write {
@@ -169,7 +186,17 @@ fn github_split_publish_never_edits_a_comment_replan_did_not_write() {
         }
     }
     assert!(aimed > 0, "the agent rendered the checklist");
-    manifest.save(&dir).unwrap();
+    manifest.save(&aimed_dir).unwrap();
+
+    world.fake.clear_requests();
+    let output = world.run_args(&env, &[OsString::from("publish"), aimed_dir.into()]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("neither the checklist this bundle posts"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(writing_requests(&world), Vec::<String>::new());
 
     publish_job(&world, &env, &dir);
     assert_eq!(world.fake.comment(impostor).unwrap().body, forged);
