@@ -43,7 +43,12 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
         Command::Publish(args) => {
-            crate::app::bundle::publish(args.dir, std::env::vars().collect()).await
+            let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+            let exit = crate::app::bundle::publish(args.dir.clone(), env.clone()).await?;
+            if let Some(path) = &args.pipeline_out {
+                crate::app::stage::write_next_wave(&args.dir, &env, path)?;
+            }
+            Ok(exit)
         }
         Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }
