@@ -93,8 +93,17 @@ fn stage_pair(
 
     fresh_checkout(world);
     let llm_calls = world.llm.requests().len();
-    let output = world.run_args(publish_env, &[OsString::from("publish"), dir.into()]);
-    assert_eq!(output.status.code(), Some(0), "{name}\n{}", text(&output));
+    let output = world.run_args(
+        publish_env,
+        &[OsString::from("publish"), dir.clone().into()],
+    );
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_default();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{name}\n{}\n{manifest}",
+        text(&output)
+    );
     assert_eq!(
         world.llm.requests().len(),
         llm_calls,
@@ -186,4 +195,135 @@ fn split_fanout_agent_jobs_write_nothing_and_publish_ends_as_the_single_job_fano
         history_shape(&history),
         history_shape(&normal.history(normal_number))
     );
+}
+
+/// Two independent subtasks writing the same file: the join merges task_1, task_2 conflicts and
+/// goes round again on the merged tree. The reports come before task_2's step, so that a
+/// follow-up call of the same conversation gets a report, not task_2's write again.
+const CONFLICTING: &str = r#"
+mode: matched
+steps:
+  - when: { contains: "Produce the planning phases" }
+    reply: |
+      {"phase": "planning",
+       "goal_understanding": {"main_objective": "Write hello.md", "success_criteria": ["it exists"], "constraints": []},
+       "task_decomposition": {"reasoning": "independent", "subtasks": [
+          {"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]},
+          {"id": "task_2", "description": "Write hello.md as well", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]}]},
+       "action_plan": {"execution_order": ["task_1", "task_2"], "actions": [
+          {"task_id": "task_1", "action_type": "tool_call", "tool": "write_file", "purpose": "write", "expected_outcome": "written"},
+          {"task_id": "task_2", "action_type": "tool_call", "tool": "write_file", "purpose": "write", "expected_outcome": "written"}]},
+       "self_check": {"goal_understanding": {"ok": true, "notes": ""}, "task_decomposition": {"ok": true, "notes": ""}, "action_plan": {"ok": true, "notes": ""}},
+       "comment": "ok",
+       "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}
+  - when: { contains: "created `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "created `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "created `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "created `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "replaced `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "replaced `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "replaced `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "replaced `hello.md`" }
+    reply: |
+      {"report": "Wrote the file.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
+       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
+       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
+  - when: { contains: "Execute subtask `task_2`" }
+    tool_calls: [ { name: write_file, arguments: { path: hello.md, content: "world\n" } } ]
+  - when: { contains: "Execute subtask `task_2`" }
+    tool_calls: [ { name: write_file, arguments: { path: hello.md, content: "world\n" } } ]
+"#;
+
+/// A subtask redone after a conflict is published as a fast-forward of its earlier branch: the
+/// publish job never needs to force a push.
+#[test]
+fn split_fanout_redoes_a_conflicting_subtask_without_a_forced_push() {
+    let world = World::new(CONFLICTING);
+    world.fake.add_collaborator("alice", "write");
+    let number = world.fake.seed_issue("Hello", "Please.", "alice");
+    let env = world.env("issues", &world.issue_opened(number, "alice"));
+    let mut publish_env = env.clone();
+    publish_env.retain(|name, _| !name.starts_with("REPLAN_LLM") && name != "OPENAI_API_KEY");
+
+    stage_pair(
+        &world,
+        &env,
+        &publish_env,
+        "plan",
+        &["run", "--stage", "plan"],
+    );
+    assert_eq!(matrices(&world), [r#"{"subtask":["task_1","task_2"]}"#]);
+    for id in ["task_1", "task_2"] {
+        let args = ["run", "--stage", "subtask", "--subtask", id];
+        stage_pair(&world, &env, &publish_env, id, &args);
+    }
+    let branch = format!("replan/issue-{number}-tasks/task_2");
+    let first_attempt = world._origin.rev_parse(&branch).expect("task_2 published");
+    stage_pair(
+        &world,
+        &env,
+        &publish_env,
+        "join-1",
+        &["run", "--stage", "join"],
+    );
+    assert_eq!(
+        matrices(&world)[1],
+        r#"{"subtask":["task_2"]}"#,
+        "task_2 again"
+    );
+
+    let args = ["run", "--stage", "subtask", "--subtask", "task_2"];
+    stage_pair(&world, &env, &publish_env, "task_2-again", &args);
+    let second_attempt = world._origin.rev_parse(&branch).unwrap();
+    assert_ne!(second_attempt, first_attempt);
+    world._origin.run_git(&[
+        "merge-base",
+        "--is-ancestor",
+        &first_attempt,
+        &second_attempt,
+    ]);
+    stage_pair(
+        &world,
+        &env,
+        &publish_env,
+        "join-2",
+        &["run", "--stage", "join"],
+    );
+    assert_eq!(
+        world.outputs()["status"],
+        "completed",
+        "{}",
+        world.history(number)
+    );
+    let work = format!("replan/work/issue-{number}");
+    assert_eq!(world._origin.show(&format!("{work}:hello.md")), "world\n");
 }
