@@ -16,3 +16,9 @@ pub(crate) mod work_branch;
 pub(crate) mod workspace;
 
 pub use run::{RunOptions, run};
+
+/// The GitLab child pipeline of one wave for `ids`, as `replan publish DIR --pipeline-out FILE`
+/// writes it (the packaging tests check its jobs against the templates' rules).
+pub fn gitlab_wave(ids: &[String]) -> Result<String, String> {
+    stage::child_pipeline(ids, &Default::default()).map_err(|e| e.message)
+}

@@ -72,6 +72,12 @@ pub struct PublishArgs {
     /// [env: REPLAN_BUNDLE_DIGEST].
     #[arg(long, value_name = "HEX")]
     pub digest: Option<String>,
+
+    /// GitLab fan-out: after publishing a `--stage plan|join` bundle, write the next wave's child
+    /// pipeline (a subtask agent/publish pair per id of the bundle's matrix, then the join's) to
+    /// FILE, for the trigger job to start.
+    #[arg(long, value_name = "FILE")]
+    pub pipeline_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

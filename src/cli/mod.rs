@@ -43,12 +43,17 @@ pub async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Config(args) => config_cmd::run(args).await,
         Command::Plan(cmd) => plan_cmd::run(cmd),
         Command::Publish(args) => {
+            let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
             let options = crate::app::bundle::PublishOptions {
-                dir: args.dir,
+                dir: args.dir.clone(),
                 issue: args.issue,
                 digest: args.digest,
             };
-            crate::app::bundle::publish(options, std::env::vars().collect()).await
+            let exit = crate::app::bundle::publish(options, env.clone()).await?;
+            if let Some(path) = &args.pipeline_out {
+                crate::app::stage::write_next_wave(&args.dir, &env, path)?;
+            }
+            Ok(exit)
         }
         Command::Thread(cmd) => thread_cmd::run(cmd).await,
     }

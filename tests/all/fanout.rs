@@ -385,44 +385,79 @@ fn the_gitlab_child_pipeline_has_one_job_per_ready_subtask_and_the_join() {
     assert_ok(&output, "plan");
     let text = std::fs::read_to_string(&pipeline).unwrap();
     let parsed: Value = serde_saphyr::from_str(&text).unwrap();
+    let script = |job: &str| -> Vec<String> {
+        parsed[job]["script"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{job} has a script: {text}"))
+            .iter()
+            .map(|l| l.as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Split trust: an agent job (no GITLAB_TOKEN, a bundle) and a publish job per subtask.
     for id in ["task_1", "task_2"] {
-        let job = &parsed[format!("replan-subtask-{id}")];
+        let agent = format!("replan-subtask-{id}");
+        let job = &parsed[&agent];
         assert_eq!(job["variables"]["REPLAN_SUBTASK"], id, "{text}");
         assert_eq!(job["stage"], "subtasks");
+        assert_eq!(job["environment"]["name"], "replan-agent", "{text}");
+        let lines = script(&agent);
+        assert!(lines[0].contains("GITLAB_TOKEN") && lines[0].contains("exit 1"));
         assert!(
-            job["script"][0]
-                .as_str()
-                .unwrap()
-                .contains("--stage subtask --subtask"),
+            lines[1].contains("--stage subtask --subtask") && lines[1].contains("--bundle"),
             "{text}"
         );
+        let publish = format!("replan-publish-subtask-{id}");
+        assert_eq!(
+            parsed[&publish]["needs"][0]["job"],
+            agent.as_str(),
+            "{text}"
+        );
+        assert_eq!(parsed[&publish]["environment"]["name"], "replan-publish");
+        assert!(script(&publish)[1].starts_with("replan publish replan-bundle --digest"));
     }
     assert_eq!(parsed["replan-join"]["stage"], "join", "{text}");
     assert_eq!(parsed["replan-join"]["when"], "always", "{text}");
+    assert!(
+        script("replan-join")[1].contains("--stage join --bundle"),
+        "{text}"
+    );
     let include = &parsed["replan-next-wave"]["trigger"]["include"][0];
-    assert_eq!(include["job"], "replan-join", "{text}");
+    assert_eq!(include["job"], "replan-publish-join", "{text}");
     let next = include["artifact"].as_str().unwrap();
-    assert_eq!(parsed["replan-join"]["artifacts"]["paths"][0], next);
+    assert_eq!(parsed["replan-publish-join"]["artifacts"]["paths"][0], next);
+    // The file GitLab runs next comes from the publish job, not from the join that ran the model.
+    assert!(parsed["replan-join"]["artifacts"]["paths"][0] != next);
 
-    // The shipped template starts the file the plan job writes, and the join writes the same name.
+    // The shipped template starts the file the plan's publish job writes, and the join's publish
+    // job writes the same name.
     let template = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/gitlab/replan-fanout.gitlab-ci.yml"),
     )
     .unwrap();
     let template: Value = serde_saphyr::from_str(&template).unwrap();
-    let plan_script = template["replan-plan"]["script"][0].as_str().unwrap();
+    let plan_script = template["replan-plan"]["script"][1].as_str().unwrap();
     assert!(
-        plan_script.contains(&format!("--stage plan --pipeline-out {next}")),
+        plan_script.contains("--stage plan --bundle replan-bundle"),
         "{plan_script}"
     );
-    assert_eq!(template["replan-plan"]["artifacts"]["paths"][0], next);
+    let publish_script = template["replan-publish-plan"]["script"][1]
+        .as_str()
+        .unwrap();
+    assert!(
+        publish_script.contains(&format!("--pipeline-out {next}")),
+        "{publish_script}"
+    );
+    assert_eq!(
+        template["replan-publish-plan"]["artifacts"]["paths"][0],
+        next
+    );
     let started = &template["replan-fanout"]["trigger"]["include"][0];
     assert_eq!(started["artifact"], next);
-    assert_eq!(started["job"], "replan-plan");
-    let join_script = parsed["replan-join"]["script"][0].as_str().unwrap();
+    assert_eq!(started["job"], "replan-publish-plan");
+    let join_publish = script("replan-publish-join");
     assert!(
-        join_script.contains(&format!("--pipeline-out {next}")),
-        "{join_script}"
+        join_publish[1].contains(&format!("--pipeline-out {next}")),
+        "{join_publish:?}"
     );
 }
 

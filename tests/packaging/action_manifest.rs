@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::tools::repo_root;
 use replan::config::ACTION_INPUTS;
 
-const OUTPUTS: [&str; 7] = [
+const OUTPUTS: [&str; 8] = [
     "status",
     "plan_version",
     "tasks_done",
@@ -20,6 +20,7 @@ const OUTPUTS: [&str; 7] = [
     "pull_request",
     "history_commit",
     "matrix",
+    "bundle_digest",
 ];
 
 fn manifest_text() -> String {
@@ -280,5 +281,55 @@ fn run_step_hands_inputs_to_the_binary_as_data_and_keeps_job_keys() {
     assert!(
         !env.keys().any(|k| k.starts_with("REPLAN_INPUT_")),
         "the staging variables for keys are not left for the binary: {env:?}"
+    );
+}
+
+/// The publish job's step: `replan publish DIR --digest DIGEST`, both values as arguments, and
+/// no LLM key exported when none was given.
+#[test]
+fn run_step_publishes_with_the_agents_digest_as_an_argument() {
+    let m = manifest();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record = dir.path().join("seen");
+    let binary = dir.path().join("replan");
+    std::fs::write(
+        &binary,
+        format!(
+            "#!/bin/sh\n{{ printf 'ARGS'; printf ' [%s]' \"$@\"; echo; env | sort; }} > '{}'\n",
+            record.display()
+        ),
+    )
+    .expect("write the fake binary");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let digest = "sha256:0123 $(id)";
+    let given: BTreeMap<&str, &str> =
+        [("publish", "/tmp/replan bundle"), ("bundle_digest", digest)].into();
+    let run = step(&m, "run");
+    let binary_text = binary.display().to_string();
+    let mut command = Command::new("bash");
+    command
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+        .arg(run["run"].as_str().expect("run script"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    for (name, value) in run["env"].as_object().expect("env") {
+        let exprs = expressions(value.as_str().expect("env values are strings"));
+        command.env(name, evaluate(&exprs[0], &given, &m, &binary_text));
+    }
+    let output = command.output().expect("run the step's script");
+    assert!(output.status.success(), "{output:?}");
+    let seen = std::fs::read_to_string(&record).expect("the binary ran");
+    assert_eq!(
+        seen.lines().next().unwrap_or_default(),
+        format!("ARGS [publish] [/tmp/replan bundle] [--digest] [{digest}]")
+    );
+    assert!(
+        !seen
+            .lines()
+            .any(|l| l.starts_with("ANTHROPIC_API_KEY=") || l.starts_with("OPENAI_API_KEY=")),
+        "{seen}"
     );
 }

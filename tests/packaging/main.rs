@@ -8,6 +8,8 @@
 
 mod action_manifest;
 mod elf;
+mod gitlab_templates;
+mod image_user;
 mod install_step;
 mod split_workflow;
 mod static_binary;

@@ -24,10 +24,12 @@ fn elf_check_sees_the_dynamic_glibc_build() {
     assert!(linkage.needed_libraries > 0, "{linkage:?}");
 }
 
-/// The final stage of dist/Dockerfile: its base, its `COPY src dest` lines and its entrypoint.
+/// The final stage of dist/Dockerfile: its base, its `COPY src dest` lines from the build
+/// context, the directories it copies from an earlier stage, and its entrypoint.
 struct ImageRecipe {
     base: String,
     copies: Vec<(String, String)>,
+    dirs: Vec<String>,
     entrypoint: Vec<String>,
 }
 
@@ -37,6 +39,7 @@ fn image_recipe() -> ImageRecipe {
     let mut recipe = ImageRecipe {
         base: String::new(),
         copies: Vec::new(),
+        dirs: Vec::new(),
         entrypoint: Vec::new(),
     };
     for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
@@ -46,8 +49,16 @@ fn image_recipe() -> ImageRecipe {
                 recipe = ImageRecipe {
                     base: rest.trim().to_owned(),
                     copies: Vec::new(),
+                    dirs: Vec::new(),
                     entrypoint: Vec::new(),
                 }
+            }
+            "COPY" if rest.starts_with("--from=") => {
+                let dest = rest
+                    .split_whitespace()
+                    .last()
+                    .expect("COPY --from=... <src> <dest>");
+                recipe.dirs.push(dest.to_owned());
             }
             "COPY" => {
                 let parts: Vec<&str> = rest.split_whitespace().collect();
@@ -70,6 +81,10 @@ fn image_recipe() -> ImageRecipe {
 /// documented build commands: the musl binary and the system's CA bundle.
 fn image_root(binary: &Path, recipe: &ImageRecipe) -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("temp dir for the image root");
+    for dir in &recipe.dirs {
+        std::fs::create_dir_all(root.path().join(dir.trim_start_matches('/')))
+            .expect("create a directory of the image");
+    }
     for (src, dest) in &recipe.copies {
         let target = root.path().join(dest.trim_start_matches('/'));
         std::fs::create_dir_all(target.parent().expect("dest has a parent")).expect("create dirs");
@@ -105,6 +120,7 @@ fn image_recipe_is_scratch_with_the_binary_and_ca_roots() {
             ),
         ]
     );
+    assert_eq!(recipe.dirs, ["/home/replan", "/tmp", "/var/tmp"]);
     assert_eq!(recipe.entrypoint, ["/replan"]);
 }
 

@@ -1,34 +1,36 @@
 //! The workflows (the project's CI, the release, the users' example) pass actionlint and say
 //! what the packaging needs; the shell scripts pass shellcheck.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 use super::tools::{lint_tool, repo_root};
 
-fn workflow_files() -> Vec<PathBuf> {
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in [".github/workflows", "examples/workflows"] {
-        for entry in std::fs::read_dir(repo_root().join(dir)).expect("read the workflow dir") {
-            let path = entry.expect("dir entry").path();
-            if path.extension().is_some_and(|e| e == "yml" || e == "yaml") {
-                files.push(path);
-            }
+    for entry in std::fs::read_dir(dir).expect("read the workflow dir") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+            files.push(path);
         }
     }
     files.sort();
     files
 }
 
-fn actionlint(files: &[PathBuf]) -> Output {
+fn actionlint_in(dir: &Path, files: &[PathBuf]) -> Output {
     Command::new(lint_tool("actionlint"))
         .arg("-no-color")
         .args(files)
-        .current_dir(repo_root())
+        .current_dir(dir)
         .output()
         .expect("run actionlint")
+}
+
+fn actionlint(files: &[PathBuf]) -> Output {
+    actionlint_in(&repo_root(), files)
 }
 
 fn workflow(rel: &str) -> Value {
@@ -38,9 +40,9 @@ fn workflow(rel: &str) -> Value {
 
 #[test]
 fn actionlint_passes_on_the_workflows_and_the_example() {
-    let files = workflow_files();
+    let files = yaml_files(&repo_root().join(".github/workflows"));
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    for expected in ["ci.yml", "release.yml", "examples/workflows/replan.yml"] {
+    for expected in ["ci.yml", "release.yml"] {
         assert!(
             names.iter().any(|n| n.ends_with(expected)),
             "{expected} exists: {names:?}"
@@ -50,6 +52,31 @@ fn actionlint_passes_on_the_workflows_and_the_example() {
     assert!(
         output.status.success(),
         "actionlint:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The examples where users put them, so the fan-out's call of replan-stage.yml resolves and
+    // its inputs are checked.
+    let repo = tempfile::tempdir().expect("temp dir");
+    let installed = repo.path().join(".github/workflows");
+    std::fs::create_dir_all(&installed).expect("create .github/workflows");
+    std::fs::create_dir(repo.path().join(".git")).expect("mark the repository root");
+    for example in yaml_files(&repo_root().join("examples/workflows")) {
+        std::fs::copy(&example, installed.join(example.file_name().unwrap()))
+            .expect("install an example");
+    }
+    let examples = yaml_files(&installed);
+    let names: Vec<String> = examples.iter().map(|f| f.display().to_string()).collect();
+    for expected in ["replan.yml", "replan-fanout.yml", "replan-stage.yml"] {
+        assert!(
+            names.iter().any(|n| n.ends_with(&format!("/{expected}"))),
+            "{expected} exists: {names:?}"
+        );
+    }
+    let output = actionlint_in(repo.path(), &examples);
+    assert!(
+        output.status.success(),
+        "actionlint on the installed examples:\n{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
@@ -94,14 +121,19 @@ fn shellcheck_passes_on_the_install_step_and_the_ci_scripts() {
 #[test]
 fn example_workflow_has_the_permissions_concurrency_and_time_limit_it_needs() {
     let w = workflow("examples/workflows/replan.yml");
-    let permissions = &w["permissions"];
-    for (scope, level) in [
-        ("issues", "write"),
-        ("contents", "write"),
-        ("pull-requests", "write"),
-        ("models", "read"),
-    ] {
-        assert_eq!(permissions[scope], level, "permissions.{scope}");
+    assert_eq!(
+        w["permissions"],
+        serde_json::json!({}),
+        "nothing by default"
+    );
+    assert_eq!(
+        w["jobs"]["agent"]["permissions"],
+        serde_json::json!({"contents": "read", "issues": "read", "models": "read"}),
+        "the job that runs the model reads"
+    );
+    let publish = &w["jobs"]["publish"]["permissions"];
+    for scope in ["issues", "contents", "pull-requests"] {
+        assert_eq!(publish[scope], "write", "publish permissions.{scope}");
     }
     let group = w["concurrency"]["group"]
         .as_str()
@@ -114,17 +146,19 @@ fn example_workflow_has_the_permissions_concurrency_and_time_limit_it_needs() {
         w["concurrency"]["cancel-in-progress"], false,
         "a running cycle is not killed"
     );
-    let job = &w["jobs"]["replan"];
-    assert!(
-        job["timeout-minutes"].as_u64().is_some(),
-        "timeout-minutes is set"
-    );
-    let uses_action = job["steps"].as_array().expect("steps").iter().any(|s| {
-        s["uses"]
-            .as_str()
-            .is_some_and(|u| u.ends_with("/replan@v1"))
-    });
-    assert!(uses_action, "the example uses the action at its major tag");
+    for name in ["agent", "publish"] {
+        let job = &w["jobs"][name];
+        assert!(
+            job["timeout-minutes"].as_u64().is_some(),
+            "{name}: timeout-minutes is set"
+        );
+        let uses_action = job["steps"].as_array().expect("steps").iter().any(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/replan@v1"))
+        });
+        assert!(uses_action, "{name} uses the action at its major tag");
+    }
     for event in ["issues", "issue_comment", "workflow_dispatch", "schedule"] {
         assert!(
             w["on"].get(event).is_some(),

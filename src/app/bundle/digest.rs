@@ -104,11 +104,26 @@ pub fn check(dir: &Path, expected: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// The agent job's end: the digest into the log and the step output `bundle_digest` of the
-/// real `$GITHUB_OUTPUT` (`output`, the file the job had before the bundle took it over).
+/// `<DIR>.digest`, beside the bundle directory: the digest for CI systems without step outputs
+/// (GitLab's templates pass the file as an artifact; a dotenv report would let the agent job set
+/// any variable of the publish job, `CI_SERVER_URL` included).
+pub fn file_beside(dir: &Path) -> std::path::PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "replan-bundle".into());
+    dir.with_file_name(format!("{name}.digest"))
+}
+
+/// The agent job's end: the digest into the log, into `<DIR>.digest` and into the step output
+/// `bundle_digest` of the real `$GITHUB_OUTPUT` (`output`, the file the job had before the bundle
+/// took it over).
 pub fn report(dir: &Path, output: Option<&Path>) -> Result<String, String> {
     let digest = of_dir(dir)?;
     tracing::info!("{DIGEST_OUTPUT}={digest} (pass it to `replan publish --digest`)");
+    let beside = file_beside(dir);
+    std::fs::write(&beside, format!("{digest}\n"))
+        .map_err(|e| format!("cannot write {}: {e}", beside.display()))?;
     if let Some(path) = output {
         crate::actions::outputs::append(path, &[(DIGEST_OUTPUT, digest.clone())])
             .map_err(|e| format!("cannot write the step output {DIGEST_OUTPUT}: {e}"))?;

@@ -2,8 +2,9 @@
 //! and put HEAD (detached) at the commit the work started from, so the cycle restores the work
 //! branch's files as on any resume and the tools see the thread's changes as changes (a pull
 //! request gets them all). A subtask job pushes its tree, on top of the work branch, to
-//! `replan/<thread>-tasks/<ID>`; the join merges those branches into the work branch in plan
-//! order and pushes it.
+//! `replan/<thread>-tasks/<ID>` (a redone subtask as a fast-forward of its earlier attempt, so no
+//! push is ever forced: in split-trust mode a publish job makes it); the join merges those
+//! branches into the work branch in plan order and pushes it.
 
 use crate::app::exit::CliError;
 use crate::app::work_branch::work_branch;
@@ -109,7 +110,7 @@ pub async fn push_subtask(
                     e.message,
                 )
             })?;
-        Ok(())
+        keep_earlier_attempt(&repo, &name, &author)
     })
     .await?;
     publisher
@@ -117,6 +118,66 @@ pub async fn push_subtask(
         .await
         .map_err(|e| failed(&format!("could not push `{branch}` to `origin`"), e.message))?;
     Ok(branch)
+}
+
+/// A subtask redone after a conflict (or a failed job) finds its earlier attempt on `origin`.
+/// The new commit gets that attempt as a second parent, with the new tree, so the branch moves
+/// as a fast-forward: a publish job pushes it without forcing (and may refuse anything else),
+/// and the join merges the new tree (the earlier attempt's base is older than the new one's).
+fn keep_earlier_attempt(repo: &Path, name: &str, author: &CommitAuthor) -> Result<(), CliError> {
+    if !on_origin(repo, name)? {
+        return Ok(());
+    }
+    let earlier_ref = format!("refs/replan-fanout/earlier/{name}");
+    let earlier = git(
+        repo,
+        &[
+            "fetch",
+            "--quiet",
+            "origin",
+            &format!("+refs/heads/{name}:{earlier_ref}"),
+        ],
+        &[],
+    )
+    .and_then(|_| git(repo, &["rev-parse", "--verify", &earlier_ref], &[]))
+    .map_err(|e| {
+        failed(
+            &format!("could not fetch `{name}` from `origin`"),
+            e.message,
+        )
+    })?;
+    let local = format!("refs/heads/{name}");
+    let commit = git(repo, &["rev-parse", "--verify", &local], &[])
+        .map_err(|e| failed(&format!("could not read `{name}`"), e.message))?;
+    if git(
+        repo,
+        &["merge-base", "--is-ancestor", &earlier, &commit],
+        &[],
+    )
+    .is_ok()
+    {
+        return Ok(());
+    }
+    let tree = format!("{commit}^{{tree}}");
+    let message = format!("Replan: `{name}` redone on the merged work, replacing {earlier}");
+    let merged = git(
+        repo,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &commit,
+            "-p",
+            &earlier,
+            "-m",
+            &message,
+        ],
+        &author.identity(),
+    )
+    .and_then(|merged| git(repo, &["update-ref", &local, &merged], &[]).map(|_| merged))
+    .map_err(|e| failed(&format!("could not keep the earlier `{name}`"), e.message))?;
+    tracing::info!("`{name}`: redone as {merged}, a fast-forward of the earlier attempt {earlier}");
+    Ok(())
 }
 
 /// What merging the subtask branches did.

@@ -8,8 +8,10 @@ mod branches;
 mod matrix;
 mod output_file;
 mod pipeline;
+mod published;
 
 pub use pipeline::child_pipeline;
+pub use published::write_next_wave;
 
 use super::exit::CliError;
 use crate::engine::Scope;

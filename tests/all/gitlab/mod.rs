@@ -3,6 +3,7 @@
 
 pub(crate) mod ci_job;
 mod e2e;
+mod fanout_split;
 mod gate;
 mod pipeline;
 mod split;
