@@ -16,10 +16,14 @@ use crate::support::TestRepo;
 use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
-/// The payload: a shell script that records that it ran, and with which environment.
+/// The payload: a shell script that records that it ran outside the sandbox (no
+/// `no_new_privs`: every sandboxed process has it), and with which environment. Run by the
+/// model's own git inside the sandbox it does nothing, so the marker means Replan ran it.
 fn payload(marker: &Path) -> String {
     format!(
-        "#!/bin/sh\necho \"ran: $0 $*\" >> {m}\nenv >> {m}\ncat >/dev/null 2>&1 || true\nexit 0\n",
+        "#!/bin/sh\ncat >/dev/null 2>&1 || true\n\
+         grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status && exit 0\n\
+         echo \"ran: $0 $*\" >> {m}\nenv >> {m}\nexit 0\n",
         m = marker.display()
     )
 }
@@ -99,6 +103,19 @@ fn checkout() -> (TestRepo, TestRepo) {
 
 #[test]
 fn planted_git_metadata_never_runs_outside_the_sandbox() {
+    attack(&[]);
+}
+
+/// Without Landlock the sandbox is weaker, but Replan's git is no less private: the rule does
+/// not rest on Landlock.
+#[test]
+fn planted_git_metadata_never_runs_outside_the_sandbox_without_landlock() {
+    let stderr = attack(&[("REPLAN_LANDLOCK", "off")]);
+    assert!(stderr.contains("landlock is not available"), "{stderr}");
+}
+
+/// The attack in a local run with `extra` environment; Replan's stderr.
+fn attack(extra: &[(&str, &str)]) -> String {
     let (origin, checkout) = checkout();
     let home = TempDir::new().unwrap();
     let tmp = TempDir::new().unwrap();
@@ -121,6 +138,7 @@ fn planted_git_metadata_never_runs_outside_the_sandbox() {
         .env("REPLAN_LLM__MODEL", "gpt-test")
         .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .env("GITHUB_TOKEN", "ghp_canaryTokenValue0123456789abcdefABCD")
+        .envs(extra.iter().copied())
         .args([
             "run",
             "--issue",
@@ -154,4 +172,5 @@ fn planted_git_metadata_never_runs_outside_the_sandbox() {
     let files = origin.run_git(&["ls-tree", "-r", "--name-only", "replan/issue-7"]);
     assert!(files.contains("hello.md"), "{files}");
     assert_eq!(origin.show("replan/issue-7:hello.md"), "hello\n");
+    stderr
 }
