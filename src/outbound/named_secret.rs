@@ -24,8 +24,7 @@ impl std::fmt::Debug for NamedSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NamedSecret")
             .field("name", &self.name)
-            .field("value", &super::redactor::MASK)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -5,9 +5,9 @@
 //! All matches are collected on the original text, overlapping ones merged, and each merged
 //! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
 
+pub use super::forms::MIN_SECRET_LEN;
 use super::forms::{FormName, forms};
 use super::named_secret::{SecretInput, UNNAMED};
-use super::secret_scan::SecretHit;
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
 use std::borrow::Cow;
@@ -16,10 +16,6 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
-
-/// Shorter known values are not treated as secrets: masking `true` or `main` everywhere would
-/// make logs unreadable and such values protect nothing.
-pub const MIN_SECRET_LEN: usize = 6;
 
 /// Token shapes, each with the literals one of its matches must contain (compared ignoring
 /// ASCII case). When a pattern has a group named `s`, only that group is the secret (the header
@@ -93,7 +89,7 @@ fn shapes_present(text: &str) -> Vec<usize> {
 }
 
 /// Redacts known secret values and recognised token shapes.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Redactor {
     /// Longest first, each line of a multi-line value included separately, each with its
     /// forms (see [`super::forms`]).
@@ -109,6 +105,16 @@ pub struct Redactor {
     /// Long texts this redactor found nothing to mask in. Shared by its clones (same values);
     /// a redactor with more values starts a memo of its own.
     clean: Arc<Mutex<CleanTexts>>,
+}
+
+/// Names and counts only: a redactor printed with `{:?}` shows no value.
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.originals)
+            .field("forms", &self.known.len())
+            .finish()
+    }
 }
 
 /// Texts at least this long are remembered once found clean: the system prompt, the plan and a
@@ -294,15 +300,12 @@ impl Redactor {
     }
 
     /// The first known value, in any of its forms, in `bytes` (file contents, any encoding):
-    /// which secret (by name) and which form, never the value.
-    pub fn find_known(&self, bytes: &[u8]) -> Option<SecretHit> {
+    /// the secret's name and the form, never the value (see `secret_scan::find`).
+    pub fn find_known(&self, bytes: &[u8]) -> Option<(&str, FormName)> {
         let found = self.searcher.as_ref()?.find(bytes)?;
         let (secret, form) = self.origins[found.pattern().as_usize()];
         let name = self.originals[secret].name.as_deref().unwrap_or(UNNAMED);
-        Some(SecretHit {
-            name: name.to_owned(),
-            form,
-        })
+        Some((name, form))
     }
 
     /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
@@ -627,6 +630,7 @@ impl<W: Write> Drop for RedactingLineWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbound::NamedSecret;
     use std::sync::Mutex;
 
     fn redact(text: &str) -> String {
@@ -771,6 +775,17 @@ mod tests {
         assert_eq!(r.redact(&format!("?q={url}")).as_ref(), "?q=***");
         let json = serde_json::to_string(&json_value(secret)).unwrap();
         assert!(!r.redact(&json).contains("s3cret"));
+    }
+
+    #[test]
+    fn a_redactor_printed_for_debugging_shows_names_not_values() {
+        let r = Redactor::new([NamedSecret::new("DEPLOY_TOKEN", "deploy-value-123456")])
+            .with_more(["bare-value-654321"]);
+        let shown = format!("{r:?} {:?}", SharedRedactor::new(r.clone()));
+        assert!(shown.contains("DEPLOY_TOKEN"), "{shown}");
+        for value in ["deploy-value", "bare-value", "646570"] {
+            assert!(!shown.contains(value), "{shown}");
+        }
     }
 
     /// The disguises a hostile model used (issue 36) are masked whole, inside other text.

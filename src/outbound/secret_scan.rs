@@ -37,7 +37,11 @@ pub fn find(bytes: &[u8]) -> Option<SecretHit> {
 
 /// [`find`] with a given secret set (a snapshot taken once for a whole push, or a test's).
 pub fn find_with(redactor: &Redactor, bytes: &[u8]) -> Option<SecretHit> {
-    redactor.find_known(bytes)
+    let (name, form) = redactor.find_known(bytes)?;
+    Some(SecretHit {
+        name: name.to_owned(),
+        form,
+    })
 }
 
 #[cfg(test)]
