@@ -5,12 +5,13 @@
 //! `secrets.extra_values`.
 
 use crate::config::Config;
-use crate::outbound::is_secret_name;
+use crate::outbound::{NamedSecret, is_secret_name};
 use std::collections::BTreeMap;
 
 /// The environment secrets plus the variables the config names (`llm.api_key_env`,
-/// `user_config_api.token_env`) and `secrets.extra_values`.
-pub fn known_secrets(env: &BTreeMap<String, String>, config: Option<&Config>) -> Vec<String> {
+/// `user_config_api.token_env`) and `secrets.extra_values`, each named by its variable (the extra
+/// values by the setting), so a push refusal can say which secret it found.
+pub fn known_secrets(env: &BTreeMap<String, String>, config: Option<&Config>) -> Vec<NamedSecret> {
     let mut names: Vec<&str> = env
         .keys()
         .map(String::as_str)
@@ -26,10 +27,13 @@ pub fn known_secrets(env: &BTreeMap<String, String>, config: Option<&Config>) ->
     }
     names
         .iter()
-        .filter_map(|name| env.get(*name))
-        .cloned()
-        .chain(extra)
-        .filter(|value| !value.trim().is_empty())
+        .filter_map(|name| Some(NamedSecret::new(*name, env.get(*name)?.clone())))
+        .chain(
+            extra
+                .into_iter()
+                .map(|value| NamedSecret::new("secrets.extra_values", value)),
+        )
+        .filter(|secret| !secret.value.trim().is_empty())
         .collect()
 }
 
@@ -50,10 +54,17 @@ mod tests {
         config.llm.api_key_env = Some("MY_LLM".into());
         config.secrets.extra_values = vec!["extra-value-99".into()];
         let known = known_secrets(&env, Some(&config));
-        for value in ["llm-value-123456", "ghs_value123456", "extra-value-99"] {
-            assert!(known.contains(&value.to_owned()), "{value}: {known:?}");
+        for (name, value) in [
+            ("MY_LLM", "llm-value-123456"),
+            ("GITHUB_TOKEN", "ghs_value123456"),
+            ("secrets.extra_values", "extra-value-99"),
+        ] {
+            assert!(
+                known.contains(&NamedSecret::new(name, value)),
+                "{name}: {known:?}"
+            );
         }
-        assert!(!known.contains(&"/home/me".to_owned()));
+        assert!(!known.iter().any(|s| s.value == "/home/me"));
     }
 
     #[test]
@@ -77,6 +88,9 @@ mod tests {
             ["first-extra-1", "second-extra-2"]
         );
         let known = known_secrets(&env, Some(&loaded.config));
-        assert!(known.contains(&"second-extra-2".to_owned()), "{known:?}");
+        assert!(
+            known.iter().any(|s| s.value == "second-extra-2"),
+            "{known:?}"
+        );
     }
 }

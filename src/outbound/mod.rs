@@ -6,9 +6,10 @@
 //! environment variable whose name contains `TOKEN`, `KEY`, `SECRET`, `PASSWORD`, `PASSWD`,
 //! `CREDENTIAL` or `AUTH` (any case; `AUTHOR`, as in `GIT_AUTHOR_NAME`, is a name, not a
 //! credential). Once the configuration is loaded the run adds the LLM key (`llm.api_key_env`,
-//! whatever its name) and `secrets.extra_values` ([`add_secrets`]). Each value is also masked in
-//! its base64, percent-encoded and JSON-escaped forms ([`redactor::encoded_forms`]);
-//! every occurrence becomes exactly `***`.
+//! whatever its name) and `secrets.extra_values` ([`add_secrets`]), each with the name of the
+//! variable (or setting) it came from, which only [`secret_scan`] reports. Each value is also
+//! masked in its base64, percent-encoded, JSON-escaped, hex, reversed and split forms
+//! ([`forms`]); every occurrence becomes exactly `***`.
 //!
 //! # Why redaction sits at the exits, not at the call sites
 //!
@@ -31,14 +32,21 @@
 //! never receives a secret it could have echoed.
 //!
 //! What this cannot cover: bytes a sandboxed command writes into workspace files that a pull
-//! request then pushes (Replan does not compose those), and a secret transformed in
-//! a way the encodings above do not list (reversed, split). The sandbox (`crate::sandbox`) and the
-//! scrubbed child environment keep secrets out of the commands' reach in the first place.
+//! request then pushes (Replan does not compose those, so it does not change them: a push is
+//! scanned with [`secret_scan::find`] instead, and refused on a hit), and a secret transformed
+//! in a way [`forms`] does not list (encrypted, compressed, split at irregular offsets). The
+//! sandbox (`crate::sandbox`) and the scrubbed child environment keep secrets out of the
+//! commands' reach in the first place.
 
+pub mod forms;
+pub mod named_secret;
 pub(crate) mod redactor;
+pub mod secret_scan;
 pub mod stdio;
 
+pub use named_secret::{NamedSecret, SecretInput};
 pub use redactor::{Redactor, SharedRedactor};
+pub use secret_scan::SecretHit;
 use serde_json::Value;
 use std::sync::LazyLock;
 
@@ -64,11 +72,11 @@ pub fn is_secret_name(name: &str) -> bool {
         .any(|marker| upper.contains(marker))
 }
 
-/// The secret values among `vars` (normally `std::env::vars()`).
-pub fn secret_values(vars: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+/// The secrets among `vars` (normally `std::env::vars()`), each named by its variable.
+pub fn secret_values(vars: impl IntoIterator<Item = (String, String)>) -> Vec<NamedSecret> {
     vars.into_iter()
         .filter(|(name, value)| is_secret_name(name) && !value.trim().is_empty())
-        .map(|(_, value)| value)
+        .map(|(name, value)| NamedSecret { name, value })
         .collect()
 }
 
@@ -88,11 +96,12 @@ pub fn secrets() -> SharedRedactor {
     SECRETS.clone()
 }
 
-/// Adds values learned later (the configured LLM key, `secrets.extra_values`).
+/// Adds values learned later (the configured LLM key, `secrets.extra_values`), bare or named
+/// ([`NamedSecret`], for the push scan's report).
 pub fn add_secrets<I, S>(values: I)
 where
     I: IntoIterator<Item = S>,
-    S: AsRef<str>,
+    S: SecretInput,
 {
     SECRETS.add_secrets(values);
 }
@@ -110,7 +119,7 @@ pub fn redact_known(text: &str) -> String {
 
 /// Whether the serialised JSON document `json` holds nothing [`redact_json_with`] would mask, told
 /// from its text alone: each string of the document appears in it as it is or JSON-escaped,
-/// the redactor knows the escaped form of every secret (see `redactor::encoded_forms`), and no
+/// the redactor knows the escaped form of every secret form (see [`forms`]), and no
 /// token shape's literal holds a character JSON escapes.
 pub fn serialized_json_is_clean(json: &str) -> bool {
     SECRETS.current().holds_nothing_in(json)

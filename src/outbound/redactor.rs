@@ -5,7 +5,10 @@
 //! All matches are collected on the original text, overlapping ones merged, and each merged
 //! span replaced by `***` at once, so no fragment of a secret survives next to a mask.
 
-use aho_corasick::AhoCorasick;
+pub use super::forms::MIN_SECRET_LEN;
+use super::forms::{FormName, forms};
+use super::named_secret::{SecretInput, UNNAMED};
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
 use std::borrow::Cow;
 use std::io::{self, Write};
@@ -13,10 +16,6 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, RwLock};
 use tracing_subscriber::fmt::MakeWriter;
 
 pub const MASK: &str = "***";
-
-/// Shorter known values are not treated as secrets: masking `true` or `main` everywhere would
-/// make logs unreadable and such values protect nothing.
-pub const MIN_SECRET_LEN: usize = 6;
 
 /// Token shapes, each with the literals one of its matches must contain (compared ignoring
 /// ASCII case). When a pattern has a group named `s`, only that group is the secret (the header
@@ -90,20 +89,32 @@ fn shapes_present(text: &str) -> Vec<usize> {
 }
 
 /// Redacts known secret values and recognised token shapes.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Redactor {
     /// Longest first, each line of a multi-line value included separately, each with its
-    /// encoded forms (see [`encoded_forms`]).
+    /// forms (see [`super::forms`]).
     known: Arc<[String]>,
+    /// For each of `known`, the secret (index in `originals`) and the form it is.
+    origins: Arc<[(usize, FormName)]>,
     /// `known` in one automaton, built once: every text leaving the process is searched for
     /// all of them in a single pass (None when there are none).
     searcher: Option<Arc<AhoCorasick>>,
-    /// The values as given, for [`Redactor::with_more`] (shared: every text sent out takes a
-    /// snapshot of the redactor).
-    originals: Arc<[String]>,
+    /// The values as given, with their names, for [`Redactor::with_more`] and the push scan
+    /// (shared: every text sent out takes a snapshot of the redactor).
+    originals: Arc<[Original]>,
     /// Long texts this redactor found nothing to mask in. Shared by its clones (same values);
     /// a redactor with more values starts a memo of its own.
     clean: Arc<Mutex<CleanTexts>>,
+}
+
+/// Names and counts only: a redactor printed with `{:?}` shows no value.
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.originals)
+            .field("forms", &self.known.len())
+            .finish()
+    }
 }
 
 /// Texts at least this long are remembered once found clean: the system prompt, the plan and a
@@ -153,92 +164,113 @@ impl std::fmt::Debug for CleanTexts {
     }
 }
 
-/// The forms a tool or the model could turn a secret into without knowing it is one: base64
-/// (standard and URL-safe, at each of the three byte alignments a value can have inside a longer
-/// encoded stream), percent-encoding (strict and `encodeURIComponent`-style, `+` for spaces too)
-/// and the JSON string escape. Characters of an encoding that mix bits of the neighbouring bytes
-/// are left out, so a secret embedded anywhere in a base64 blob is still found.
-pub fn encoded_forms(value: &str) -> Vec<String> {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-    const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~');
-    let mut forms = Vec::new();
-    for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
-        // The value alone, last character included.
-        forms.push(engine.encode(value));
-        for offset in 0..3usize {
-            let mut bytes = vec![0u8; offset];
-            bytes.extend_from_slice(value.as_bytes());
-            let encoded = engine.encode(&bytes);
-            // Chars fully determined by the value: skip those carrying prefix bits and the last
-            // one when it would carry bits of whatever follows.
-            let skip = [0, 2, 3][offset];
-            let end = if bytes.len() % 3 == 0 {
-                encoded.len()
-            } else {
-                encoded.len() - 1
-            };
-            if end > skip {
-                forms.push(encoded[skip..end].to_owned());
+/// Up to this many bytes of forms in all, the known values are searched with a DFA (about 600
+/// bytes of table per byte of pattern, measured); beyond, with the NFA aho-corasick builds by
+/// default.
+const DFA_MAX_PATTERN_BYTES: usize = 32 << 10;
+
+/// One automaton for every form of every value.
+///
+/// Each value has a few dozen forms ([`super::forms`]), so a run with a handful of secrets has
+/// over a hundred patterns, where aho-corasick's default is an NFA (measured 2.5 times slower
+/// than the DFA on a prompt-sized text with 4 secrets). Its prefilter is off: it looks for the
+/// patterns' first bytes, and hex forms start with digits, which JSON and history lines (digests,
+/// timestamps) are full of — measured 3.5 times slower than none on such text.
+fn automaton(known: &[String]) -> AhoCorasick {
+    let bytes: usize = known.iter().map(String::len).sum();
+    let kind = (bytes <= DFA_MAX_PATTERN_BYTES).then_some(AhoCorasickKind::DFA);
+    // Standard semantics for overlapping search: every occurrence of every value, also those
+    // inside or across another (`aaaa` twice in `aaaaa`).
+    let build = |kind| {
+        AhoCorasick::builder()
+            .kind(kind)
+            .prefilter(false)
+            .build(known)
+    };
+    build(kind)
+        .or_else(|_| build(None))
+        .expect("known secret values fit an automaton")
+}
+
+/// A value as given, and its name when it came with one.
+#[derive(Clone)]
+struct Original {
+    name: Option<String>,
+    value: String,
+}
+
+impl std::fmt::Debug for Original {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name.as_deref().unwrap_or(UNNAMED))
+    }
+}
+
+/// Adds `secret` to `originals` (blank values are skipped), or its name to the same value known
+/// unnamed; whether anything changed.
+fn merge(originals: &mut Vec<Original>, secret: &impl SecretInput) -> bool {
+    let value = secret.value();
+    if value.trim().is_empty() {
+        return false;
+    }
+    match originals.iter_mut().find(|o| o.value == value) {
+        Some(known) => match (&known.name, secret.name()) {
+            (None, Some(name)) => {
+                known.name = Some(name.to_owned());
+                true
             }
+            _ => false,
+        },
+        None => {
+            originals.push(Original {
+                name: secret.name().map(str::to_owned),
+                value: value.to_owned(),
+            });
+            true
         }
     }
-    for set in [NON_ALPHANUMERIC, COMPONENT] {
-        let encoded = utf8_percent_encode(value, set).to_string();
-        forms.push(encoded.replace("%20", "+"));
-        forms.push(encoded);
-    }
-    if let Ok(json) = serde_json::to_string(value) {
-        forms.push(json[1..json.len() - 1].to_owned());
-    }
-    forms.retain(|form| form != value && form.chars().count() >= MIN_SECRET_LEN);
-    forms.sort();
-    forms.dedup();
-    forms
 }
 
 impl Redactor {
-    /// Builds a redactor from known secret values. Empty and short values are skipped
-    /// (see [`MIN_SECRET_LEN`]); multi-line values are also masked line by line.
+    /// Builds a redactor from known secret values (bare or named, see [`SecretInput`]). Empty
+    /// and short values are skipped (see [`MIN_SECRET_LEN`]); multi-line values are also masked
+    /// line by line. A value given twice keeps the first name it was given.
     pub fn new<I, S>(secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: AsRef<str>,
+        S: SecretInput,
     {
-        let mut known = Vec::new();
-        let mut secrets_given = Vec::new();
+        let mut originals: Vec<Original> = Vec::new();
         for secret in secrets {
-            let secret = secret.as_ref();
-            if !secrets_given.iter().any(|s| s == secret) {
-                secrets_given.push(secret.to_owned());
-            }
+            merge(&mut originals, &secret);
+        }
+        Redactor::from_originals(originals)
+    }
+
+    fn from_originals(originals: Vec<Original>) -> Self {
+        let mut known: Vec<(String, (usize, FormName))> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, original) in originals.iter().enumerate() {
+            let secret = original.value.as_str();
             let candidates = std::iter::once(secret).chain(secret.lines().map(str::trim));
             for value in candidates {
                 if value.trim().chars().count() < MIN_SECRET_LEN {
                     continue;
                 }
-                for form in std::iter::once(value.to_owned()).chain(encoded_forms(value)) {
-                    if !known.contains(&form) {
-                        known.push(form);
+                for (form_name, form) in forms(value) {
+                    if seen.insert(form.clone()) {
+                        known.push((form, (i, form_name)));
                     }
                 }
             }
         }
-        known.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        // Standard semantics for overlapping search: every occurrence of every value, also
-        // those inside or across another (`aaaa` twice in `aaaaa`).
-        let searcher = (!known.is_empty()).then(|| {
-            Arc::new(AhoCorasick::new(&known).expect("known secret values fit an automaton"))
-        });
+        known.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+        let (known, origins): (Vec<String>, Vec<(usize, FormName)>) = known.into_iter().unzip();
+        let searcher = (!known.is_empty()).then(|| Arc::new(automaton(&known)));
         Redactor {
             known: known.into(),
+            origins: origins.into(),
             searcher,
-            originals: secrets_given.into(),
+            originals: originals.into(),
             clean: Arc::default(),
         }
     }
@@ -248,23 +280,32 @@ impl Redactor {
         &self.known
     }
 
-    /// This redactor plus more known values (e.g. keys learned once the config is loaded).
+    /// This redactor plus more known values (e.g. keys learned once the config is loaded), and
+    /// names for values it knew unnamed.
     pub fn with_more<I, S>(&self, secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: AsRef<str>,
+        S: SecretInput,
     {
-        let more: Vec<String> = secrets
-            .into_iter()
-            .map(|s| s.as_ref().to_owned())
-            .filter(|s| !self.originals.contains(s))
-            .collect();
+        let mut originals = self.originals.to_vec();
+        let mut changed = false;
+        for secret in secrets {
+            changed |= merge(&mut originals, &secret);
+        }
         // Every LLM client adds its key again: no new value, no new automaton.
-        if more.is_empty() {
+        if !changed {
             return self.clone();
         }
-        let mine = self.originals.iter().map(String::as_str);
-        Redactor::new(mine.chain(more.iter().map(String::as_str)))
+        Redactor::from_originals(originals)
+    }
+
+    /// The first known value, in any of its forms, in `bytes` (file contents, any encoding):
+    /// the secret's name and the form, never the value (see `secret_scan::find`).
+    pub fn find_known(&self, bytes: &[u8]) -> Option<(&str, FormName)> {
+        let found = self.searcher.as_ref()?.find(bytes)?;
+        let (secret, form) = self.origins[found.pattern().as_usize()];
+        let name = self.originals[secret].name.as_deref().unwrap_or(UNNAMED);
+        Some((name, form))
     }
 
     /// Replaces every secret in `text` by `***`. Borrowed when nothing was found.
@@ -414,6 +455,7 @@ impl Redactor {
     pub fn mask_commands(&self) -> Vec<String> {
         let mut values: Vec<&str> = Vec::new();
         for original in self.originals.iter() {
+            let original = &original.value;
             for value in std::iter::once(original.as_str()).chain(original.lines().map(str::trim)) {
                 if value.chars().count() >= MIN_SECRET_LEN
                     && !value.contains(['\n', '\r'])
@@ -450,7 +492,7 @@ impl SharedRedactor {
     pub fn add_secrets<I, S>(&self, secrets: I)
     where
         I: IntoIterator<Item = S>,
-        S: AsRef<str>,
+        S: SecretInput,
     {
         let mut guard = self.0.write().unwrap_or_else(PoisonError::into_inner);
         *guard = guard.with_more(secrets);
@@ -588,6 +630,7 @@ impl<W: Write> Drop for RedactingLineWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbound::NamedSecret;
     use std::sync::Mutex;
 
     fn redact(text: &str) -> String {
@@ -732,6 +775,65 @@ mod tests {
         assert_eq!(r.redact(&format!("?q={url}")).as_ref(), "?q=***");
         let json = serde_json::to_string(&json_value(secret)).unwrap();
         assert!(!r.redact(&json).contains("s3cret"));
+    }
+
+    #[test]
+    fn a_redactor_printed_for_debugging_shows_names_not_values() {
+        let r = Redactor::new([NamedSecret::new("DEPLOY_TOKEN", "deploy-value-123456")])
+            .with_more(["bare-value-654321"]);
+        let shown = format!("{r:?} {:?}", SharedRedactor::new(r.clone()));
+        assert!(shown.contains("DEPLOY_TOKEN"), "{shown}");
+        for value in ["deploy-value", "bare-value", "646570"] {
+            assert!(!shown.contains(value), "{shown}");
+        }
+    }
+
+    /// The disguises a hostile model used (issue 36) are masked whole, inside other text.
+    #[test]
+    fn hex_reversed_and_split_forms_are_masked() {
+        let secret = "ghs_Canary7d41e0b9";
+        let r = Redactor::new([secret]);
+        let reversed: String = secret.chars().rev().collect();
+        let bytes: Vec<String> = secret.bytes().map(|b| format!("{b:02X}")).collect();
+        let chars: Vec<String> = secret.chars().map(String::from).collect();
+        let fours: Vec<&str> = (0..secret.len())
+            .step_by(4)
+            .map(|i| &secret[i..(i + 4).min(secret.len())])
+            .collect();
+        for disguise in [
+            hex::encode(secret),
+            hex::encode_upper(secret),
+            bytes.join(":"),
+            bytes.join(" ").to_lowercase(),
+            reversed.clone(),
+            hex::encode(&reversed),
+            hex::encode(secret).chars().rev().collect(),
+            chars.join("-"),
+            chars.join(","),
+            chars.join("."),
+            fours.join("_"),
+            fours.join(" "),
+        ] {
+            let text = format!("posted: {disguise}!");
+            assert_eq!(r.redact(&text), "posted: ***!", "{disguise}");
+        }
+    }
+
+    /// The forms of a secret holding characters JSON escapes are found in a serialised document
+    /// too (see `outbound::serialized_json_is_clean`).
+    #[test]
+    fn reversed_and_split_forms_of_a_quoted_secret_are_seen_serialised() {
+        let secret = "pa\"ss\\word-0123";
+        let redactor = Redactor::new([secret]);
+        let reversed: String = secret.chars().rev().collect();
+        let split: Vec<String> = secret.chars().map(String::from).collect();
+        for form in [reversed, split.join(" ")] {
+            let document = serde_json::json!({ "text": format!("x {form} y") });
+            let text = serde_json::to_string(&document).unwrap();
+            assert!(!redactor.holds_nothing_in(&text), "{text}");
+            let masked = super::super::redact_json_with(&redactor, &document);
+            assert_eq!(*masked, serde_json::json!({ "text": "x *** y" }));
+        }
     }
 
     fn json_value(text: &str) -> serde_json::Value {

@@ -1,7 +1,7 @@
 //! The canary run as a GitHub Action: the fake GitHub API's state and every request body it
 //! received, the history branch, the job summary, the step outputs and the job log.
 
-use super::canary::{CANARY, EXTRA, forbidden, hostile_steps, planted_checkout};
+use super::canary::{CANARY, EXTRA, disguises_masked, forbidden, hostile_steps, planted_checkout};
 use crate::github::e2e_support::scenario;
 use crate::support::FakeGitHub;
 use crate::support::git::isolated_git_env;
@@ -138,6 +138,10 @@ fn canary_secrets_reach_no_github_surface() {
     // The hostile writes reached the fake, masked.
     let comments: String = fake.comments(number).into_iter().map(|c| c.body).collect();
     assert!(comments.contains("leaking ***"), "{comments}");
+    assert!(
+        comments.contains(&format!("disguised {}", disguises_masked())),
+        "{comments}"
+    );
     let pulls = fake.pull_requests();
     assert_eq!(pulls.len(), 1, "{pulls:?}");
     assert!(format!("{pulls:?}").contains("Add hello ***"), "{pulls:?}");
