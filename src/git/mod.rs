@@ -9,6 +9,7 @@ pub mod command;
 pub mod credentials;
 mod error;
 pub mod private;
+pub mod push_scan;
 
 pub use command::{output_with, run, run_with};
 pub use error::GitError;

@@ -92,7 +92,12 @@ async fn push<P: GitPush>(
 ) -> Result<(), ToolError> {
     let (pusher, repo) = (pusher.clone(), repo.to_path_buf());
     let refspec = push_refspec(source, branch, force);
-    tokio::task::spawn_blocking(move || pusher.push_refspec(&repo, &refspec))
+    let source = source.to_owned();
+    tokio::task::spawn_blocking(move || {
+        crate::git::push_scan::refuse_secrets(&repo, &source)
+            .map_err(|e| ToolError::new(ToolErrorKind::Denied, e.message))?;
+        pusher.push_refspec(&repo, &refspec)
+    })
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
 }

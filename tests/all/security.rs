@@ -10,6 +10,7 @@ mod github_canary;
 mod landlock;
 mod nondumpable;
 mod protected;
+mod push_protection;
 
 use replan::config::ToolsConfig;
 use replan::tools::registry_builder::{ToolContext, build_registry};

@@ -10,6 +10,8 @@ pub fn create(repo: &Path, branch: &str, file: &Path) -> Result<String, String> 
     let reference = format!("refs/heads/{branch}");
     let commit = git(repo, &["rev-parse", "--verify", &reference], &[]).map_err(|e| e.message)?;
     let head = git(repo, &["rev-parse", "--verify", "HEAD"], &[]).map_err(|e| e.message)?;
+    // A bundle leaves as surely as a push: the same push protection.
+    crate::git::push_scan::refuse_secrets(repo, &reference).map_err(|e| e.message)?;
     let file_text = file.to_string_lossy();
     let mut args = vec!["bundle", "create", "--quiet", &file_text, &reference];
     let exclude = format!("^{head}");
