@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     // process of this user may read our memory or environment from /proc.
     replan::outbound::init();
     replan::sandbox::make_process_non_dumpable();
+    replan::sandbox::environ::hide_environment();
     // Only ring is compiled in, but installing it explicitly keeps rustls from ever having to guess.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();

@@ -13,6 +13,7 @@
 //!   read-only, so the configuration, Replan's local state and `.git`'s control files are
 //!   snapshotted before each command and restored after it, and the command is reported failed.
 
+pub mod environ;
 pub mod landlock;
 pub(crate) mod policy;
 pub(crate) mod protected;
