@@ -7,6 +7,7 @@ mod commands;
 mod github_canary;
 mod landlock;
 mod nondumpable;
+mod processes;
 mod protected;
 
 use replan::config::ToolsConfig;
