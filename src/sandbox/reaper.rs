@@ -35,7 +35,7 @@
 //! reaper zeroes its environment before it forks the command (the command gets only the
 //! scrubbed environment its `Command` was given).
 
-use super::SandboxPolicy;
+use super::policy::SandboxPolicy;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Once};
