@@ -64,14 +64,6 @@ async fn export(workspace: &Path, prefix: &str, network: bool) {
         return;
     }
     let mut fetch = tokio::process::Command::new("git");
-    crate::sandbox::confine(
-        &mut fetch,
-        &SandboxPolicy {
-            workspace: work_tree.clone(),
-            network,
-            temp_dir: None,
-        },
-    );
     fetch
         .arg("-C")
         .arg(&work_tree)
@@ -81,22 +73,39 @@ async fn export(workspace: &Path, prefix: &str, network: bool) {
         .env_clear()
         .envs(crate::tools::env::scrubbed_process_env())
         .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let policy = SandboxPolicy {
+        workspace: work_tree.clone(),
+        network,
+        temp_dir: None,
+    };
     let shown: Vec<&str> = refs
         .iter()
         .map(|r| r.trim_start_matches("refs/heads/"))
         .collect();
-    match fetch.output().await {
-        Ok(out) if out.status.success() => tracing::debug!(
+    let fetched = match crate::sandbox::spawn(&mut fetch, &policy) {
+        Ok(mut child) => {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr() {
+                use tokio::io::AsyncReadExt as _;
+                let _ = pipe.read_to_string(&mut stderr).await;
+            }
+            child.wait().await.map(|status| (status, stderr))
+        }
+        Err(e) => Err(e),
+    };
+    match fetched {
+        Ok((status, _)) if status.success() => tracing::debug!(
             "the checkout now has Replan's branches ({}), fetched in the sandbox",
             shown.join(", ")
         ),
-        Ok(out) => {
+        Ok((_, stderr)) => {
             tracing::warn!(
                 "could not bring Replan's branches ({}) into the checkout: {}; they are kept in \
                  {}: `git fetch {} '+refs/heads/replan/*:refs/heads/replan/*'` brings them",
                 shown.join(", "),
-                String::from_utf8_lossy(&out.stderr).trim(),
+                stderr.trim(),
                 bundle.display(),
                 bundle.display()
             );

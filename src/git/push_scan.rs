@@ -38,7 +38,13 @@ pub fn refuse_secrets(dir: &Path, source: &str) -> Result<(), GitError> {
         return Ok(());
     }
     let input: String = objects.iter().map(|(id, _)| format!("{id}\n")).collect();
-    let contents = output_with(dir, &["cat-file", "--batch"], &[], &[], Some(input.as_bytes()))?;
+    let contents = output_with(
+        dir,
+        &["cat-file", "--batch"],
+        &[],
+        &[],
+        Some(input.as_bytes()),
+    )?;
     if !contents.status.success() {
         return Err(GitError::new(format!(
             "could not read what the push of `{source}` adds: {}",

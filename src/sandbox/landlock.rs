@@ -107,6 +107,9 @@ pub fn reachable_paths(workspace: &std::path::Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The first ABI that scopes signals (`LANDLOCK_SCOPE_SIGNAL`).
+pub const SIGNAL_SCOPE_ABI: i32 = 6;
+
 /// Character devices every program expects to write.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
@@ -117,7 +120,7 @@ fn ruleset(
     program: &std::path::Path,
 ) -> Result<Option<OwnedFd>, String> {
     use ::landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
     if abi <= 0 {
@@ -134,6 +137,11 @@ fn ruleset(
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(|e| e.to_string())?;
+    }
+    if abi >= SIGNAL_SCOPE_ABI {
+        // The command cannot signal any process outside its own domain: not its reaper (which
+        // would free its descendants), not Replan, not a sibling command.
+        ruleset = ruleset.scope(Scope::Signal).map_err(|e| e.to_string())?;
     }
     let mut writable = vec![policy.workspace.clone(), policy.temp_dir()];
     writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
@@ -159,12 +167,16 @@ fn ruleset(
     Ok(created.into())
 }
 
-/// Arranges for `command`'s child to set `no_new_privs` and restrict itself to `policy`.
-pub fn confine(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
+/// The ruleset a child of `command` will restrict itself to, or `None` without Landlock (or
+/// when it cannot be built, which is logged).
+pub(crate) fn prepare(
+    command: &tokio::process::Command,
+    policy: &SandboxPolicy,
+) -> Option<Arc<OwnedFd>> {
     let abi = kernel_abi();
     report(abi, policy);
     let program = std::path::PathBuf::from(command.as_std().get_program());
-    let ruleset = match ruleset(abi, policy, &program) {
+    match ruleset(abi, policy, &program) {
         Ok(ruleset) => ruleset.map(Arc::new),
         Err(e) => {
             tracing::warn!(
@@ -172,24 +184,22 @@ pub fn confine(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
             );
             None
         }
-    };
-    let confine_child = move || -> std::io::Result<()> {
-        // SAFETY: both calls take plain integers (and a descriptor we keep open); they are
-        // async-signal-safe, as code between fork and exec must be.
-        unsafe {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(fd) = &ruleset
-                && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        Ok(())
-    };
-    // SAFETY: the closure only makes the two system calls above.
-    unsafe {
-        command.pre_exec(confine_child);
     }
+}
+
+/// `no_new_privs`, then the ruleset: run in the child between `fork` and `exec`, so it makes
+/// only these two system calls (async-signal-safe, nothing allocated).
+pub(crate) fn restrict_self(ruleset: Option<&OwnedFd>) -> std::io::Result<()> {
+    // SAFETY: both calls take plain integers (and a descriptor the caller keeps open).
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(fd) = ruleset
+            && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }

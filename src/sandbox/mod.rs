@@ -9,6 +9,9 @@
 //!   `$TMPDIR`, reads of the workspace, system directories and toolchains, no TCP unless
 //!   `tools.network: true`. The ABI obtained is logged once (`landlock: ABI <n>`); without
 //!   Landlock a warning says what is not enforced.
+//! * **One reaper per command** ([`reaper`]): every command and MCP server runs under a child
+//!   subreaper that kills everything the command started — after `setsid`, a double fork — before
+//!   Replan looks at the workspace again; with Landlock ABI 6 the command cannot signal it.
 //! * **Protected paths** ([`protected`]): Landlock cannot make a part of the writable workspace
 //!   read-only, so the configuration, Replan's local state and `.git`'s control files are
 //!   snapshotted before each command and restored after it, and the command is reported failed.
@@ -17,8 +20,10 @@ pub mod environ;
 pub mod landlock;
 pub(crate) mod policy;
 pub(crate) mod protected;
+pub mod reaper;
 
 pub use policy::SandboxPolicy;
+pub use reaper::{Reaped, spawn};
 
 /// `PR_SET_DUMPABLE 0` for Replan itself: its memory and environment stay out of the children's
 /// reach (for children that are not root).
@@ -32,10 +37,7 @@ pub fn make_process_non_dumpable() {
 
 /// Says once, on stderr, what the sandbox will enforce on this machine.
 pub fn announce(policy: &SandboxPolicy) {
-    landlock::report(landlock::kernel_abi(), policy);
-}
-
-/// Puts `command` in the sandbox: `no_new_privs` and Landlock in the child before `exec`.
-pub fn confine(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
-    landlock::confine(command, policy);
+    let abi = landlock::kernel_abi();
+    landlock::report(abi, policy);
+    reaper::announce(abi);
 }

@@ -98,8 +98,8 @@ async fn push<P: GitPush>(
             .map_err(|e| ToolError::new(ToolErrorKind::Denied, e.message))?;
         pusher.push_refspec(&repo, &refspec)
     })
-        .await
-        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
+    .await
+    .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("git push stopped: {e}")))?
 }
 
 #[async_trait]

@@ -1,6 +1,9 @@
 //! MCP servers over stdio (`mcp_servers:` in the configuration), started on demand, their tools
 //! offered as `<server>__<tool>`, calls forwarded, stopped at the end of the run.
 //!
+//! Each server runs under a reaper (`sandbox::reaper`) like a command: stopping it (at the end of
+//! the run), its death and dropping it kill every process it started too.
+//!
 //! A server that dies is reported with its name and the tail of its stderr, and stays down for the
 //! rest of the run: later calls fail at once instead of hanging on a dead pipe.
 
@@ -13,7 +16,6 @@ use crate::sandbox::protected::{ProtectedPaths, restoring};
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
-use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -39,6 +41,8 @@ enum State {
     NotStarted,
     Running {
         service: RunningService<RoleClient, ()>,
+        /// Boxed: the other states are small.
+        process: Box<crate::sandbox::Reaped>,
         tools: Vec<RemoteTool>,
         stderr_reader: Option<tokio::task::JoinHandle<()>>,
     },
@@ -159,8 +163,12 @@ impl McpServer {
     /// Stop the server (closing its stdin, then signalling it); it cannot be used afterwards.
     pub async fn stop(&self) {
         let previous = std::mem::replace(&mut *self.state.lock().await, State::Stopped);
-        if let State::Running { service, .. } = previous {
+        if let State::Running {
+            service, process, ..
+        } = previous
+        {
             let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;
+            end(*process, EXIT_GRACE).await;
         }
     }
 
@@ -212,20 +220,27 @@ impl McpServer {
             .current_dir(&self.workdir)
             .env_clear()
             .envs(scrubbed_process_env())
-            .envs(expand_env(&self.config.env)?);
-        // The same sandbox as commands, started in the workspace root.
-        crate::sandbox::confine(
+            .envs(expand_env(&self.config.env)?)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // The same sandbox and reaper as commands, started in the workspace root. rmcp's own
+        // child process transport would SIGKILL the server alone; rmcp gets its pipes instead.
+        let mut process = crate::sandbox::spawn(
             &mut command,
             &crate::sandbox::SandboxPolicy {
                 workspace: self.workdir.clone(),
                 network: self.network,
                 temp_dir: None,
             },
-        );
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run `{}`: {e}", self.config.command))?;
+        )
+        .map_err(|e| format!("cannot run `{}`: {e}", self.config.command))?;
+        let stderr = process.stderr();
+        let (Some(stdout), Some(stdin)) = (process.stdout(), process.stdin()) else {
+            end(process, Duration::ZERO).await;
+            return Err("its standard input and output could not be connected".to_owned());
+        };
+        let transport = (stdout, stdin);
         let stderr_reader = stderr.map(|mut stream| {
             let sink = self.stderr.clone();
             tokio::spawn(async move {
@@ -242,12 +257,14 @@ impl McpServer {
         let service = match tokio::time::timeout(limit, ().serve(transport)).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
+                end(process, Duration::ZERO).await;
                 return Err(format!(
                     "the MCP handshake failed: {error}{}",
                     self.stderr_tail(stderr_reader).await
                 ));
             }
             Err(_) => {
+                end(process, Duration::ZERO).await;
                 return Err(format!(
                     "no MCP handshake within {}s (mcp_servers.{}.startup_timeout_seconds){}",
                     limit.as_secs(),
@@ -261,6 +278,7 @@ impl McpServer {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => {
                 let _ = service.cancel().await;
+                end(process, Duration::ZERO).await;
                 return Err(format!(
                     "listing its tools failed: {error}{}",
                     self.stderr_tail(stderr_reader).await
@@ -268,6 +286,7 @@ impl McpServer {
             }
             Err(_) => {
                 let _ = service.cancel().await;
+                end(process, Duration::ZERO).await;
                 return Err(format!(
                     "listing its tools took more than {}s",
                     limit.as_secs()
@@ -294,6 +313,7 @@ impl McpServer {
             .collect();
         Ok(State::Running {
             service,
+            process: Box::new(process),
             tools,
             stderr_reader,
         })
@@ -305,11 +325,12 @@ impl McpServer {
         let reader = match std::mem::replace(&mut *state, State::NotStarted) {
             State::Running {
                 service,
+                process,
                 stderr_reader,
                 ..
             } => {
-                // Closing the transport also reaps the child process.
                 let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+                end(*process, EXIT_GRACE).await;
                 stderr_reader
             }
             other => {
@@ -342,6 +363,17 @@ impl McpServer {
         } else {
             format!("; stderr: {tail}")
         }
+    }
+}
+
+/// How long a server whose input is closed may take to exit on its own.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends a server whose transport is closed: it has `grace` to exit on its own (end of input),
+/// then its reaper is told to stop; either way every process it started is gone on return.
+async fn end(mut process: crate::sandbox::Reaped, grace: Duration) {
+    if tokio::time::timeout(grace, process.wait()).await.is_err() {
+        let _ = process.stop_and_wait().await;
     }
 }
 

@@ -5,8 +5,10 @@
 //! An allowed entry is split on whitespace (no shell quoting) and must equal the whole argv; a
 //! trailing ` *` allows any further arguments (`cargo test *`).
 //!
-//! The command runs in its own process group so that on time-out (and after it exits) everything
-//! it started is killed too; otherwise a background child would hold the output pipes open.
+//! The command runs under a reaper of its own (`sandbox::reaper`): when it exits or times out,
+//! everything it started — in the background, after `setsid`, through a double fork — is killed
+//! before `run_command` returns, so the protected-path restore that follows sees the workspace as
+//! the command left it, and nothing keeps writing to it afterwards.
 
 use super::args::{Args, failed, invalid};
 use super::env::scrubbed_process_env;
@@ -173,7 +175,6 @@ async fn run(
 ) -> ToolResult {
     let shown = argv.join(" ");
     let mut command = tokio::process::Command::new(&argv[0]);
-    crate::sandbox::confine(&mut command, sandbox);
     command
         .args(&argv[1..])
         .current_dir(cwd)
@@ -182,10 +183,8 @@ async fn run(
         .env("TMPDIR", sandbox.temp_dir())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
+        .stderr(std::process::Stdio::piped());
+    let mut child = crate::sandbox::spawn(&mut command, sandbox).map_err(|e| {
         let kind = if e.kind() == std::io::ErrorKind::NotFound {
             ToolErrorKind::NotFound
         } else {
@@ -193,21 +192,16 @@ async fn run(
         };
         ToolError::new(kind, format!("could not start `{shown}`: {e}"))
     })?;
-    let group = child.id().map(|pid| pid as i32);
     let output = Arc::new(Mutex::new(CappedBuffer::new(cap)));
     let readers = [
-        child.stdout.take().map(|s| collect(s, output.clone())),
-        child.stderr.take().map(|s| collect(s, output.clone())),
+        child.stdout().map(|s| collect(s, output.clone())),
+        child.stderr().map(|s| collect(s, output.clone())),
     ];
-    let status = tokio::time::timeout(limit, child.wait()).await;
-    // Whatever the command left running would keep the pipes open (and the machine busy).
-    if let Some(group) = group {
-        kill_group(group);
-    }
-    let status = match status {
+    // Both waits return only once every process the command started is gone.
+    let status = match tokio::time::timeout(limit, child.wait()).await {
         Ok(status) => Some(status.map_err(|e| failed(format!("waiting for `{shown}`: {e}")))?),
         Err(_) => {
-            let _ = child.wait().await;
+            let _ = child.stop_and_wait().await;
             None
         }
     };
@@ -219,8 +213,8 @@ async fn run(
         None => Err(ToolError::new(
             ToolErrorKind::Timeout,
             format!(
-                "`{shown}` did not finish within {}s and was killed with its process group; \
-                 output so far:\n{text}",
+                "`{shown}` did not finish within {}s and was killed with every process it \
+                 started; output so far:\n{text}",
                 limit.as_secs()
             ),
         )),
@@ -256,12 +250,4 @@ fn collect(
             }
         }
     })
-}
-
-fn kill_group(group: i32) {
-    // SAFETY: kill(2) with a negative pid signals the process group we created with
-    // `process_group(0)`; it has no memory-safety preconditions.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
 }

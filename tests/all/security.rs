@@ -9,6 +9,7 @@ pub(crate) mod git_metadata;
 mod github_canary;
 mod landlock;
 mod nondumpable;
+mod processes;
 mod protected;
 mod push_protection;
 

@@ -78,7 +78,9 @@ pub fn violations(name: &str, template: &Value) -> Vec<String> {
                 broken("leaves no replan-bundle.digest beside its bundle".into());
             }
             if !job["artifacts"]["reports"]["dotenv"].is_null() {
-                broken("a dotenv report lets the model's job set the publish job's variables".into());
+                broken(
+                    "a dotenv report lets the model's job set the publish job's variables".into(),
+                );
             }
         }
         if publishes {

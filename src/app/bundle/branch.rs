@@ -24,7 +24,8 @@ pub fn create(repo: &Path, branch: &str, file: &Path) -> Result<String, String> 
 
 /// Make `refs/heads/<branch>` in `repo` the bundle's commit: the bundle must apply to this
 /// checkout (its prerequisite commits present), hold `branch` at exactly `commit`, and a branch
-/// of that name that already exists must already be at `commit`.
+/// of that name that already exists must be `commit` or an ancestor of it (a fan-out subtask
+/// redone as a fast-forward of its earlier attempt): nothing is ever forced.
 pub fn apply(repo: &Path, file: &Path, branch: &str, commit: &str) -> Result<(), String> {
     let file_text = file.to_string_lossy();
     let reference = format!("refs/heads/{branch}");
@@ -44,23 +45,24 @@ pub fn apply(repo: &Path, file: &Path, branch: &str, commit: &str) -> Result<(),
             file.display()
         ));
     }
-    match git(repo, &["rev-parse", "--verify", "--quiet", &reference], &[]) {
-        Ok(existing) if existing == commit => return Ok(()),
-        Ok(existing) => {
-            return Err(format!(
-                "branch `{branch}` already exists at {existing}, not at the bundle's {commit}; delete it or publish into a fresh checkout"
-            ));
-        }
-        Err(_) => {}
+    let existing = git(repo, &["rev-parse", "--verify", "--quiet", &reference], &[]).ok();
+    if existing.as_deref() == Some(commit) {
+        return Ok(());
     }
+    // Without `+`: git refuses to move an existing branch anywhere but forward.
     let refspec = format!("{reference}:{reference}");
     git(repo, &["fetch", "--quiet", &file_text, &refspec], &[])
         .map(|_| ())
-        .map_err(|e| {
-            format!(
+        .map_err(|e| match existing {
+            Some(existing) => format!(
+                "branch `{branch}` already exists at {existing}, and the bundle's {commit} does not \
+                 build on it ({}); delete it or publish into a fresh checkout",
+                e.message
+            ),
+            None => format!(
                 "cannot fetch `{branch}` from {}: {}",
                 file.display(),
                 e.message
-            )
+            ),
         })
 }

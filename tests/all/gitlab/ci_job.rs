@@ -56,6 +56,7 @@ pub fn job_environment(
         .env("CI_PROJECT_ID", fake.project_id().to_string())
         .env("CI_PROJECT_PATH", fake.project_path())
         .env("CI_PROJECT_DIR", checkout.path())
+        .env("CI_DEFAULT_BRANCH", "main")
         .env(
             "CI_JOB_URL",
             "https://gitlab.example.com/octo/widgets/-/jobs/99",

@@ -103,10 +103,8 @@ fn gitlab_pipeline_by_a_reporter_is_refused_silently_or_with_one_reply_when_conf
 /// `make test`) in a pipeline job holding `GITLAB_TOKEN`; no payload runs outside the sandbox.
 #[test]
 fn gitlab_pipeline_runs_no_planted_git_payload() {
-    let marker = std::path::PathBuf::from(format!(
-        "/tmp/replan-gl-git-marker-{}",
-        fastrand::u64(..)
-    ));
+    let marker =
+        std::path::PathBuf::from(format!("/tmp/replan-gl-git-marker-{}", fastrand::u64(..)));
     let fake = FakeGitLab::start();
     fake.add_member("alice", access::DEVELOPER);
     let iid = fake.seed_issue("Add a hello file", "Please add hello.md.", "alice");
@@ -129,8 +127,16 @@ fn gitlab_pipeline_runs_no_planted_git_payload() {
 
     let ran = std::fs::read_to_string(&marker).ok();
     let _ = std::fs::remove_file(&marker);
-    assert_eq!(ran, None, "a payload ran outside the sandbox:\n{}", text(&output));
+    assert_eq!(
+        ran,
+        None,
+        "a payload ran outside the sandbox:\n{}",
+        text(&output)
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let bodies: String = llm.requests().iter().map(|r| r.body.to_string()).collect();
-    assert!(bodies.contains("planted-42-everything"), "the planting command ran");
+    assert!(
+        bodies.contains("planted-42-everything"),
+        "the planting command ran"
+    );
 }

@@ -330,6 +330,10 @@ fn canary_secrets_reach_no_outbound_surface() {
     }
 
     // The sandbox says what it enforces.
+    assert!(
+        stderr.contains("processes: every command and MCP server runs under a subreaper"),
+        "{stderr}"
+    );
     if replan::sandbox::landlock::kernel_abi() > 0 {
         let line = format!("landlock: ABI {}", replan::sandbox::landlock::kernel_abi());
         assert!(stderr.contains(&line), "{stderr}");

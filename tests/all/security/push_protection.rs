@@ -44,7 +44,15 @@ fn a_secret_a_command_wrote_into_a_file_is_never_pushed() {
         .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .env("REPLAN_CANARY_TOKEN", CANARY)
         .env("REPLAN_HISTORY__SAVE_WORK_EVERY_SECONDS", "0")
-        .args(["run", "--issue", "7", "--title", "Add hello", "--body", "Add hello.md"])
+        .args([
+            "run",
+            "--issue",
+            "7",
+            "--title",
+            "Add hello",
+            "--body",
+            "Add hello.md",
+        ])
         .arg("--workspace")
         .arg(checkout.path())
         .timeout(std::time::Duration::from_secs(120))
@@ -58,11 +66,17 @@ fn a_secret_a_command_wrote_into_a_file_is_never_pushed() {
     // The command did write the disguised canary (so the check below can fail).
     let hex: String = checkout.read("notes/hex.txt");
     assert_eq!(hex, hex::encode(CANARY), "{text}");
-    assert_eq!(checkout.read("notes/rev.txt").trim(), CANARY.chars().rev().collect::<String>());
+    assert_eq!(
+        checkout.read("notes/rev.txt").trim(),
+        CANARY.chars().rev().collect::<String>()
+    );
     // Nothing origin received beyond main holds any form of it.
     let pushed = origin.run_git(&["log", "--all", "-p", "--format=%H %s%n%b", "--not", "main"]);
     for form in forbidden() {
-        assert!(!pushed.contains(&form), "`{form}` reached origin:\n{pushed}");
+        assert!(
+            !pushed.contains(&form),
+            "`{form}` reached origin:\n{pushed}"
+        );
     }
     // The model was told why, by name and never by value.
     let bodies: String = llm.requests().iter().map(|r| r.body.to_string()).collect();
