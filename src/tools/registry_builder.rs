@@ -88,7 +88,7 @@ impl ToolContext {
             tools,
             mcp_servers: BTreeMap::new(),
             forge: None,
-            publisher: Arc::new(GitPushPublisher::default()),
+            publisher: Arc::new(GitPushPublisher),
             author: CommitAuthor::default(),
             base_branch: None,
             effects: None,

@@ -412,3 +412,84 @@ fn the_token_budget_holds_across_parallel_subtasks() {
         .count();
     assert!(heavy_calls <= 3, "{heavy_calls} first turns were sent");
 }
+
+/// Issue 35, point 7: a subtask's commands rewrite its worktree's `.git` file to point at a git
+/// directory of theirs (with an fsmonitor that records that it ran outside the sandbox) and write
+/// into the sibling subtask's worktree. Replan's merge reaches each worktree through the
+/// administrative directory its private git made, so the planted one is never read; and a
+/// subtask may write only its own worktree and temporary directory, so nothing reaches the
+/// sibling's changes (or the workspace through them).
+#[test]
+fn a_subtask_cannot_redirect_replans_git_or_write_into_a_sibling_worktree() {
+    let marker =
+        std::path::PathBuf::from(format!("/tmp/replan-worktree-marker-{}", fastrand::u64(..)));
+    let payload = format!(
+        "#!/bin/sh\ngrep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status && exit 0\necho \"ran: $0\" >> {m}\nenv >> {m}\n",
+        m = marker.display()
+    );
+    let evil = format!(
+        "set -e; evil=\"$TMPDIR/evil-wt\"; rm -rf \"$evil\"; mkdir -p \"$evil\"; \
+         printf '%s' '{payload}' > \"$evil/run.sh\"; chmod +x \"$evil/run.sh\"; \
+         common=$(sed -n 's/^gitdir: //p' .git || true); cp -r \"$common\"/* \"$evil\"/ 2>/dev/null || true; \
+         printf '[core]\\n\\tfsmonitor = %s\\n' \"$evil/run.sh\" > \"$evil/config\"; \
+         printf 'gitdir: %s\\n' \"$evil\" > .git; \
+         for i in 1 2 3 4 5 6 7 8 9 10; do for d in ../*task_2*/; do echo pwned > \"$d/pwned.txt\" 2>/dev/null || true; done; sleep 0.2; done; \
+         echo alpha > a.txt; echo \"planted-$((2 * 3))-wt\""
+    );
+    let first = format!(
+        "{{ name: run_command, arguments: {{ argv: [\"sh\", \"-c\", {}] }} }}",
+        serde_json::to_string(&evil).unwrap()
+    );
+    let second =
+        r#"{ name: run_command, arguments: { argv: ["sh", "-c", "sleep 2; echo beta > b.txt"] } }"#;
+    let mut steps = String::from("steps:\n");
+    steps.push_str(&plan_step(2, "run_command", SMALL, false));
+    for _ in 0..2 {
+        steps.push_str(&execute_step("exited with status 0", None, SMALL));
+    }
+    steps.push_str(&execute_step(
+        "Execute subtask `task_1`",
+        Some(&first),
+        SMALL,
+    ));
+    steps.push_str(&execute_step(
+        "Execute subtask `task_2`",
+        Some(second),
+        SMALL,
+    ));
+    let llm = LlmServer::start(scenario(&steps));
+    let (_origin, checkout) = checkout();
+    checkout.write(".replan.yml", "tools:\n  allowed_commands: [\"sh -c *\"]\n");
+    checkout.commit_all("replan config");
+    let dir = TempDir::new().unwrap();
+    let out = run(
+        &llm,
+        &checkout,
+        &dir,
+        &["--set", "execution.max_parallel=4"],
+    );
+    let ran = std::fs::read_to_string(&marker).ok();
+    let _ = std::fs::remove_file(&marker);
+    assert_eq!(
+        ran,
+        None,
+        "a payload ran outside the sandbox: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let bodies: String = llm.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(
+        bodies.contains("planted-6-wt"),
+        "the subtask's command ran: {bodies}"
+    );
+    assert_eq!(
+        checkout.read("a.txt"),
+        "alpha\n",
+        "task 1's own change is merged"
+    );
+    assert_eq!(checkout.read("b.txt"), "beta\n");
+    assert!(
+        !checkout.path().join("pwned.txt").exists(),
+        "a file written into the sibling's worktree reached the workspace"
+    );
+}

@@ -1000,7 +1000,7 @@ async fn forge_tools(
     let mut context = ToolContext::new(Workspace::new(repo.path()).unwrap(), config());
     context.forge = Some((forge.clone() as Arc<dyn Forge>, ThreadRef::issue(5)));
     context.publisher = if publisher_push {
-        Arc::new(GitPushPublisher::default())
+        Arc::new(GitPushPublisher)
     } else {
         Arc::new(NoPublish)
     };
@@ -1161,13 +1161,13 @@ async fn pushing_from_a_checkout_without_origin_is_skipped_and_a_broken_origin_i
     repo.write("README.md", "x\n");
     repo.commit_all("x");
     repo.run_git(&["branch", "replan/work/issue-5"]);
-    GitPushPublisher::default()
+    GitPushPublisher
         .publish(repo.path(), "replan/work/issue-5")
         .await
         .expect("no origin: nothing to push to, and no error");
 
     repo.run_git(&["remote", "add", "origin", "/nonexistent/replan-remote.git"]);
-    let error = GitPushPublisher::default()
+    let error = GitPushPublisher
         .publish(repo.path(), "replan/work/issue-5")
         .await
         .expect_err("an origin that cannot be reached");

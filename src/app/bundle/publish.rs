@@ -207,7 +207,7 @@ async fn connect(
                 .map_err(|e| CliError::usage(e.to_string()))?;
             let publisher: Arc<dyn Publisher> = match TokenPushPublisher::gitlab(env) {
                 Some(publisher) => Arc::new(publisher),
-                None => Arc::new(GitPushPublisher::default()),
+                None => Arc::new(GitPushPublisher),
             };
             Ok(Target {
                 forge: connection.forge,
@@ -220,7 +220,7 @@ async fn connect(
             Ok(Target {
                 forge: Arc::new(LocalForge::new(&dir).with_repository(workspace)),
                 history: Arc::new(LocalHistory::new(&dir, config.history.directory.clone())),
-                publisher: Arc::new(GitPushPublisher::default()),
+                publisher: Arc::new(GitPushPublisher),
             })
         }
     }
@@ -233,7 +233,7 @@ fn origin_publisher(workspace: &Path, user: &str, token: &str) -> Arc<dyn Publis
         Ok(url) if url.starts_with("https://") || url.starts_with("http://") => {
             Arc::new(TokenPushPublisher::new(url, user, token))
         }
-        _ => Arc::new(GitPushPublisher::default()),
+        _ => Arc::new(GitPushPublisher),
     }
 }
 
