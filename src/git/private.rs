@@ -177,6 +177,18 @@ pub fn adopt(
             .map(PathBuf::from)
     };
     let Some(work_tree) = work_tree_of(workspace) else {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_err()
+        {
+            tracing::warn!(
+                "git is not installed: Replan cannot save the work branch or open a pull request \
+                 in this job; use an image with git (and run git-less steps elsewhere)"
+            );
+        }
         register_no_repository(workspace);
         return Ok(Adopted {
             root,
