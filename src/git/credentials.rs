@@ -82,7 +82,11 @@ fn is_credential(key: &str) -> bool {
 /// Read the checkout's config (with includes), write the private config's text, and take the
 /// credentials out of the checkout's config files. `git_dir` is the checkout's own git
 /// directory.
-pub fn take(work_tree: &Path, git_dir: &Path) -> Result<Taken, GitError> {
+pub fn take(
+    work_tree: &Path,
+    git_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Taken, GitError> {
     let listed = run(
         work_tree,
         &[
@@ -144,6 +148,13 @@ pub fn take(work_tree: &Path, git_dir: &Path) -> Result<Taken, GitError> {
             config.push_str(&setting(section, variable, &entry.value));
         }
     }
+    if credentials.is_empty()
+        && let Some(origin) = entries.iter().find(|e| e.key == "remote.origin.url")
+        && let Some((key, value, secret)) = from_job(&origin.value, env)
+    {
+        secrets.push(secret);
+        credentials.push((key, value));
+    }
     crate::outbound::add_secrets(secrets);
     strip(work_tree, git_dir, &entries);
     if !credentials.is_empty() {
@@ -157,6 +168,38 @@ pub fn take(work_tree: &Path, git_dir: &Path) -> Result<Taken, GitError> {
         config,
         credentials,
     })
+}
+
+/// A checkout made without persisted credentials (`persist-credentials: false`, GitLab's
+/// `FF_GIT_URLS_WITHOUT_TOKENS`) still needs them for Replan's own fetches of a private
+/// repository: the job's token, as the header its forge takes, for `origin`'s server only —
+/// `GITHUB_TOKEN` on `GITHUB_SERVER_URL` (default github.com), `CI_JOB_TOKEN` on `CI_SERVER_URL`.
+fn from_job(
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, String, String)> {
+    use base64::Engine as _;
+    let present = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let (server, user, token) = if let Some(token) = present("GITHUB_TOKEN") {
+        let server = present("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into());
+        (server, "x-access-token", token)
+    } else {
+        (
+            present("CI_SERVER_URL")?,
+            "gitlab-ci-token",
+            present("CI_JOB_TOKEN")?,
+        )
+    };
+    let server = format!("{}/", server.trim_end_matches('/'));
+    if !server.starts_with("https://") || !origin.starts_with(&server) {
+        return None;
+    }
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}"));
+    Some((
+        format!("http.{server}.extraheader"),
+        format!("AUTHORIZATION: basic {basic}"),
+        basic,
+    ))
 }
 
 /// The secrets an `extraheader` value holds: the value after the scheme, and for Basic the
@@ -307,6 +350,26 @@ fn strip(work_tree: &Path, git_dir: &Path, entries: &[Entry]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_jobs_token_serves_only_origins_own_server() {
+        let env = |name: &str| match name {
+            "GITHUB_TOKEN" => Some("ghs_0123456789abcdef".to_owned()),
+            _ => None,
+        };
+        let (key, value, _) = from_job("https://github.com/o/r", &env).unwrap();
+        assert_eq!(key, "http.https://github.com/.extraheader");
+        assert!(value.starts_with("AUTHORIZATION: basic "), "{value}");
+        assert_eq!(from_job("https://evil.example/o/r", &env), None);
+        assert_eq!(from_job("https://github.com.evil.example/o/r", &env), None);
+        let gitlab = |name: &str| match name {
+            "CI_SERVER_URL" => Some("https://gitlab.example.com".to_owned()),
+            "CI_JOB_TOKEN" => Some("glcbt-0123456789".to_owned()),
+            _ => None,
+        };
+        assert!(from_job("https://gitlab.example.com/g/p.git", &gitlab).is_some());
+        assert_eq!(from_job("http://gitlab.example.com/g/p.git", &gitlab), None);
+    }
 
     #[test]
     fn a_url_loses_its_userinfo() {

@@ -218,7 +218,7 @@ pub fn adopt(
         let Taken {
             config,
             credentials,
-        } = credentials::take(&work_tree, &own)?;
+        } = credentials::take(&work_tree, &own, env)?;
         let git_dir = root.join("git");
         copy_repository(&own, &common, &git_dir)?;
         std::fs::write(git_dir.join("config"), config)
