@@ -428,7 +428,7 @@ fn a_subtask_cannot_redirect_replans_git_or_write_into_a_sibling_worktree() {
         m = marker.display()
     );
     let evil = format!(
-        "set -e; evil=\"$TMPDIR/evil-wt\"; rm -rf \"$evil\"; mkdir -p \"$evil\"; \
+        "set -e; export GIT_CONFIG_GLOBAL=/dev/null; evil=\"${{TMPDIR:-/tmp}}/evil-wt\"; rm -rf \"$evil\"; mkdir -p \"$evil\"; \
          printf '%s' '{payload}' > \"$evil/run.sh\"; chmod +x \"$evil/run.sh\"; \
          common=$(sed -n 's/^gitdir: //p' .git || true); cp -r \"$common\"/* \"$evil\"/ 2>/dev/null || true; \
          printf '[core]\\n\\tfsmonitor = %s\\n' \"$evil/run.sh\" > \"$evil/config\"; \

@@ -34,7 +34,9 @@ pub(crate) fn planting_script(marker: &Path) -> String {
     let payload = payload(marker);
     format!(
         r#"set -e
-evil="$TMPDIR/evil"
+# Git stops when it cannot read ~/.gitconfig, which Landlock denies: an attacker does without.
+export GIT_CONFIG_GLOBAL=/dev/null
+evil="${{TMPDIR:-/tmp}}/evil"
 rm -rf "$evil"
 mkdir -p "$evil/hooks"
 cat > "$evil/run.sh" <<'PAYLOAD'
