@@ -62,3 +62,41 @@ fn allowing(commands: &[&str]) -> ToolsConfig {
 async fn call(registry: &ToolRegistry, tool: &str, args: Value) -> Result<String, ToolError> {
     registry.call(tool, args).await.map(|o| o.content)
 }
+
+/// A hostile model's local run: `replan run --issue 7 --title "Add hello" --workspace CHECKOUT`
+/// with only PATH, isolated git, a HOME and TMPDIR of its own (kept alive by the returned
+/// directories) and the scripted model at `llm`; not started yet.
+fn hostile_local_run(
+    llm: &crate::support::llm_server::LlmServer,
+    checkout: &Path,
+) -> (assert_cmd::Command, tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::TempDir::new().unwrap();
+    let tmp = tempfile::TempDir::new().unwrap();
+    let mut command = assert_cmd::Command::cargo_bin("replan").unwrap();
+    command.env_clear();
+    if let Ok(path) = std::env::var("PATH") {
+        command.env("PATH", path);
+    }
+    command
+        .envs(crate::support::git::isolated_git_env())
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .env("RUST_LOG", "replan=info")
+        .env("REPLAN_LLM__PROVIDER", "openai")
+        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
+        .env("REPLAN_LLM__MODEL", "gpt-test")
+        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
+        .args([
+            "run",
+            "--issue",
+            "7",
+            "--title",
+            "Add hello",
+            "--body",
+            "Add hello.md",
+        ])
+        .arg("--workspace")
+        .arg(checkout)
+        .timeout(std::time::Duration::from_secs(120));
+    (command, home, tmp)
+}

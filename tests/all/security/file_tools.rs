@@ -370,7 +370,6 @@ async fn a_folder_swapped_for_a_symlink_is_not_followed() {
 #[test]
 fn a_hostile_model_cannot_use_links_its_command_planted() {
     use crate::github::e2e_support::scenario;
-    use crate::support::git::isolated_git_env;
     use crate::support::llm_server::LlmServer;
 
     let origin = TestRepo::bare();
@@ -381,11 +380,7 @@ fn a_hostile_model_cannot_use_links_its_command_planted() {
     checkout.commit_all("init");
     checkout.run_git(&["push", "-q", "origin", "main"]);
     let git_config = std::fs::read_to_string(checkout.path().join(".git/config")).unwrap();
-    let (home, tmp, outside) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let outside = tempfile::tempdir().unwrap();
     let marker = outside.path().join("marker");
     let steps = format!(
         r#"
@@ -404,26 +399,8 @@ steps:
         marker = marker.display()
     );
     let llm = LlmServer::start(scenario(&steps));
-    let mut command = assert_cmd::Command::cargo_bin("replan").unwrap();
-    command.env_clear();
-    if let Ok(path) = std::env::var("PATH") {
-        command.env("PATH", path);
-    }
-    let output = command
-        .envs(isolated_git_env())
-        .env("HOME", home.path())
-        .env("TMPDIR", tmp.path())
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
-        .args(["run", "--issue", "7", "--title", "Add hello"])
-        .args(["--body", "Please add hello.md."])
-        .arg("--workspace")
-        .arg(checkout.path())
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let (mut command, _home, _tmp) = super::hostile_local_run(&llm, checkout.path());
+    let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");

@@ -7,13 +7,10 @@
 //! pushes and opens a pull request. Each payload writes a marker outside the sandbox (a place
 //! Landlock denies to commands) with its environment: the marker must never exist.
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
-use tempfile::TempDir;
 
 use crate::github::e2e_support::scenario;
 use crate::support::TestRepo;
-use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 /// The payload: a shell script that records that it ran outside the sandbox (no
@@ -119,40 +116,14 @@ fn planted_git_metadata_never_runs_outside_the_sandbox_without_landlock() {
 /// The attack in a local run with `extra` environment; Replan's stderr.
 fn attack(extra: &[(&str, &str)]) -> String {
     let (origin, checkout) = checkout();
-    let home = TempDir::new().unwrap();
-    let tmp = TempDir::new().unwrap();
     // Under /tmp but not $TMPDIR: Landlock refuses it to commands, so only a process outside
     // the sandbox can write it.
     let marker = PathBuf::from(format!("/tmp/replan-git-marker-{}", fastrand::u64(..)));
     let llm = LlmServer::start(scenario(&hostile_steps(&marker)));
-    let mut command = Command::cargo_bin("replan").unwrap();
-    command.env_clear();
-    if let Ok(path) = std::env::var("PATH") {
-        command.env("PATH", path);
-    }
+    let (mut command, _home, _tmp) = super::hostile_local_run(&llm, checkout.path());
     let output = command
-        .envs(isolated_git_env())
-        .env("HOME", home.path())
-        .env("TMPDIR", tmp.path())
-        .env("RUST_LOG", "replan=info")
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .env("GITHUB_TOKEN", "ghp_canaryTokenValue0123456789abcdefABCD")
         .envs(extra.iter().copied())
-        .args([
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add hello",
-            "--body",
-            "Add hello.md",
-        ])
-        .arg("--workspace")
-        .arg(checkout.path())
-        .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

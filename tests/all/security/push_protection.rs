@@ -3,12 +3,8 @@
 //! a pull request (and the work branch is saved). Origin must never receive the canary in any
 //! form: the push is refused, naming the file and the secret's variable, never the value.
 
-use assert_cmd::Command;
-use tempfile::TempDir;
-
 use super::canary::{CANARY, forbidden, planted_checkout};
 use crate::github::e2e_support::scenario;
-use crate::support::git::isolated_git_env;
 use crate::support::llm_server::LlmServer;
 
 const STEPS: &str = r#"
@@ -25,37 +21,11 @@ steps:
 #[test]
 fn a_secret_a_command_wrote_into_a_file_is_never_pushed() {
     let (origin, checkout) = planted_checkout();
-    let home = TempDir::new().unwrap();
-    let tmp = TempDir::new().unwrap();
     let llm = LlmServer::start(scenario(STEPS));
-    let mut command = Command::cargo_bin("replan").unwrap();
-    command.env_clear();
-    if let Ok(path) = std::env::var("PATH") {
-        command.env("PATH", path);
-    }
+    let (mut command, _home, _tmp) = super::hostile_local_run(&llm, checkout.path());
     let output = command
-        .envs(isolated_git_env())
-        .env("HOME", home.path())
-        .env("TMPDIR", tmp.path())
-        .env("RUST_LOG", "replan=info")
-        .env("REPLAN_LLM__PROVIDER", "openai")
-        .env("REPLAN_LLM__BASE_URL", llm.openai_base())
-        .env("REPLAN_LLM__MODEL", "gpt-test")
-        .env("OPENAI_API_KEY", "sk-test-key-0123456789abcdef")
         .env("REPLAN_CANARY_TOKEN", CANARY)
         .env("REPLAN_HISTORY__SAVE_WORK_EVERY_SECONDS", "0")
-        .args([
-            "run",
-            "--issue",
-            "7",
-            "--title",
-            "Add hello",
-            "--body",
-            "Add hello.md",
-        ])
-        .arg("--workspace")
-        .arg(checkout.path())
-        .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
     let text = format!(
