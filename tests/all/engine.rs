@@ -8,6 +8,7 @@ mod commands;
 mod decisions;
 mod demo;
 mod execution;
+mod mermaid_graph;
 mod planning;
 mod refinement;
 mod report_snapshots;

@@ -12,7 +12,7 @@ use replan::report::checklist::{self, ChecklistContext};
 use replan::report::{Notice, mermaid, notice, summary};
 
 /// A thread whose plan was revised once (partial replan on task_2) and then completed.
-async fn revised_thread() -> Thread {
+pub(super) async fn revised_thread() -> Thread {
     let (thread, status, plan_version) = partial_replan_run(0.9).await;
     assert_eq!((status, plan_version), (RunStatus::Completed, 2));
     thread

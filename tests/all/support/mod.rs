@@ -13,6 +13,7 @@ pub mod git_http;
 pub mod git_objects;
 pub mod history_shape;
 pub mod llm_server;
+pub mod mermaid_parser;
 pub mod prism;
 pub mod server;
 
