@@ -12,7 +12,8 @@
 //! as a sequential run always was, so the bound is the sequential one: the run ends at most one
 //! call's usage past a limit, and that call ran alone. Calls that overlapped never pass it
 //! together unless a reply used more than its reservation (a prompt the estimate undercounted,
-//! or a provider that wrote past the output limit).
+//! a provider that wrote past the output limit, or a reply from a model priced above the
+//! configured one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -613,10 +614,13 @@ mod tests {
     ) -> tokio::task::JoinHandle<Result<ChatResponse, LlmError>> {
         let running = llm.clone();
         let call = tokio::spawn(async move { running.chat(&thousand()).await });
-        while in_flight(llm).0 < expect_in_flight {
+        for _ in 0..100_000 {
+            if in_flight(llm).0 >= expect_in_flight {
+                return call;
+            }
             tokio::task::yield_now().await;
         }
-        call
+        panic!("the call never reserved: {:?}", call.await);
     }
 
     #[tokio::test]
@@ -696,5 +700,36 @@ mod tests {
         third.await.unwrap().unwrap();
         assert_eq!(in_flight(&llm), (0, 0));
         assert_eq!(llm.usage().calls, 3);
+    }
+
+    #[tokio::test]
+    async fn a_cost_limit_reserves_the_worst_case_at_the_configured_models_price() {
+        let (_answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..1).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let mut cfg = LlmConfig {
+            model: Some("gated".into()),
+            ..LlmConfig::default()
+        };
+        cfg.budget.max_cost_usd = Some(0.015);
+        cfg.prices.insert(
+            "gated".into(),
+            Price {
+                input_per_mtok: 0.0,
+                output_per_mtok: 10.0,
+            },
+        );
+        let llm = std::sync::Arc::new(Budgeted::new(
+            Box::new(Gated {
+                replies: Mutex::new(replies),
+            }),
+            &cfg,
+        ));
+        // 1000 output tokens at $10 a million: $0.01 reserved; a second $0.01 passes $0.015.
+        let _first = start(&llm, 1).await;
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w) if w.contains("max_cost_usd 0.015 would be passed")),
+            "{err}"
+        );
     }
 }
