@@ -1,6 +1,19 @@
 //! Per-cycle budget: a wrapper that prices every call, keeps the totals for history and the
 //! checklist footer, and refuses calls once a limit (tokens, money, wall time) is passed so the
 //! cycle can stop cleanly with `budget_exhausted`.
+//!
+//! Calls run side by side under a token or cost limit: instead of a lock held across the call,
+//! each call reserves its worst case (the request's size at 4 characters a token, plus its
+//! output limit, priced at the configured model's price) and settles it with the real usage
+//! when it returns (a failed call releases its reservation and adds the attempts it took; no
+//! tokens are known for it). A call is refused with `budget_exhausted` when the spend has
+//! reached a limit, or when other calls are in flight and spent + their reservations + its own
+//! would pass the limit. A call with nothing else in flight is only checked against the spend,
+//! as a sequential run always was, so the bound is the sequential one: the run ends at most one
+//! call's usage past a limit, and that call ran alone. Calls that overlapped never pass it
+//! together unless a reply used more than its reservation (a prompt the estimate undercounted,
+//! a provider that wrote past the output limit, or a reply from a model priced above the
+//! configured one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -21,11 +34,88 @@ pub struct Budgeted {
     prices: BTreeMap<String, Price>,
     configured_model: Option<String>,
     started: Instant,
-    totals: Mutex<UsageTotals>,
+    /// Spent and reserved under one lock, so a call's check and reservation are one step.
+    ledger: Mutex<Ledger>,
     unpriced_models: Mutex<BTreeSet<String>>,
-    /// Held for the whole call when a token or cost limit is set: parallel subtasks share the
-    /// budget, and a limit is only checked exactly with no other call in flight.
-    metered_turn: tokio::sync::Mutex<()>,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    spent: UsageTotals,
+    /// Worst cases of the calls in flight.
+    reserved: Worst,
+}
+
+/// What a call may use at most: its prompt and its whole output limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Worst {
+    calls: u32,
+    tokens: u64,
+    cost_usd: f64,
+}
+
+impl Worst {
+    fn add(&mut self, other: Worst) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.cost_usd += other.cost_usd;
+    }
+
+    fn remove(&mut self, other: Worst) {
+        self.calls = self.calls.saturating_sub(other.calls);
+        self.tokens = self.tokens.saturating_sub(other.tokens);
+        self.cost_usd = (self.cost_usd - other.cost_usd).max(0.0);
+        if self.calls == 0 {
+            // No float dust left behind once nothing is in flight.
+            *self = Worst::default();
+        }
+    }
+}
+
+/// A call's reservation; released when dropped (a call cancelled by the wall-time limit or a
+/// stopping run), settled with the real usage by [`Reservation::settle`].
+struct Reservation<'a> {
+    ledger: &'a Mutex<Ledger>,
+    worst: Worst,
+}
+
+impl Reservation<'_> {
+    /// Releases the reservation and adds what the call really used, in one step.
+    fn settle(mut self, used: &UsageTotals) {
+        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        ledger.spent.add(used);
+        ledger.reserved.remove(self.worst);
+        self.worst = Worst::default();
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.worst.calls > 0 {
+            let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            ledger.reserved.remove(self.worst);
+        }
+    }
+}
+
+/// Rough size of a request in tokens (4 characters a token, as the scripted provider counts):
+/// every text the provider sends, tool definitions and the reply schema included.
+fn prompt_estimate(request: &ChatRequest) -> u64 {
+    let mut chars = request.system.chars().count();
+    for message in &request.messages {
+        chars += message.content.chars().count();
+        for call in &message.tool_calls {
+            chars += call.name.len() + call.arguments.to_string().len();
+        }
+    }
+    for tool in &request.tools {
+        chars += tool.name.len() + tool.description.len() + tool.input_schema.to_string().len();
+    }
+    if let Some(schema) = &request.response_schema {
+        chars += schema.schema.to_string().len();
+    }
+    chars += request.prefill.as_deref().map_or(0, str::len);
+    (chars as u64).div_ceil(4)
 }
 
 /// The price of `model`: an exact key, else the longest key the model name starts with
@@ -111,15 +201,14 @@ impl Budgeted {
             prices: cfg.prices.clone(),
             configured_model: cfg.model.clone(),
             started: Instant::now(),
-            totals: Mutex::new(UsageTotals::default()),
+            ledger: Mutex::new(Ledger::default()),
             unpriced_models: Mutex::new(BTreeSet::new()),
-            metered_turn: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Totals of every HTTP attempt so far, failed and retried ones included.
     pub fn usage(&self) -> UsageTotals {
-        *self.totals.lock().unwrap_or_else(|e| e.into_inner())
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner()).spent
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -128,7 +217,10 @@ impl Budgeted {
 
     /// Which limit is passed, if any, in words for the checklist and the log.
     pub fn exhausted(&self) -> Option<String> {
-        let totals = self.usage();
+        self.spent_past_a_limit(&self.usage())
+    }
+
+    fn spent_past_a_limit(&self, totals: &UsageTotals) -> Option<String> {
         let tokens = totals.prompt_tokens + totals.completion_tokens;
         if let Some(max) = self.limits.max_tokens
             && tokens >= max
@@ -154,6 +246,63 @@ impl Budgeted {
             ));
         }
         None
+    }
+
+    /// The most `request` (already bounded) may use, priced at the configured model's price.
+    fn worst_case(&self, request: &ChatRequest) -> Worst {
+        let usage = TokenUsage {
+            prompt_tokens: prompt_estimate(request),
+            completion_tokens: u64::from(request.max_tokens.unwrap_or_default()),
+            cached_tokens: 0,
+        };
+        let cost_usd = self
+            .configured_model
+            .as_deref()
+            .and_then(|model| price_for(&self.prices, model))
+            .map_or(0.0, |price| cost_usd(price, &usage));
+        Worst {
+            calls: 1,
+            tokens: usage.prompt_tokens + usage.completion_tokens,
+            cost_usd,
+        }
+    }
+
+    /// Reserves `worst` for a call, or says which limit refuses it.
+    fn reserve(&self, worst: Worst) -> Result<Reservation<'_>, String> {
+        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(which) = self.spent_past_a_limit(&ledger.spent) {
+            return Err(which);
+        }
+        // Alone, a call is checked against the spend only (above), as sequential calls are.
+        if ledger.reserved.calls > 0 {
+            let spent_tokens = ledger.spent.prompt_tokens + ledger.spent.completion_tokens;
+            if let Some(max) = self.limits.max_tokens
+                && spent_tokens + ledger.reserved.tokens + worst.tokens > max
+            {
+                return Err(format!(
+                    "llm.budget.max_tokens {max} would be passed: {spent_tokens} tokens used, \
+                     {} reserved by {} calls in flight, this call may use {}",
+                    ledger.reserved.tokens, ledger.reserved.calls, worst.tokens
+                ));
+            }
+            if let Some(max) = self.limits.max_cost_usd
+                && ledger.spent.cost_usd + ledger.reserved.cost_usd + worst.cost_usd > max
+            {
+                return Err(format!(
+                    "llm.budget.max_cost_usd {max} would be passed: ${:.4} spent, ${:.4} \
+                     reserved by {} calls in flight, this call may cost ${:.4}",
+                    ledger.spent.cost_usd,
+                    ledger.reserved.cost_usd,
+                    ledger.reserved.calls,
+                    worst.cost_usd
+                ));
+            }
+        }
+        ledger.reserved.add(worst);
+        Ok(Reservation {
+            ledger: &self.ledger,
+            worst,
+        })
     }
 
     fn price(&self, model: &str) -> Option<Price> {
@@ -185,15 +334,6 @@ impl Llm for Budgeted {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let spend_limited = self.limits.max_tokens.is_some() || self.limits.max_cost_usd.is_some();
-        let _turn = match spend_limited {
-            true => Some(self.metered_turn.lock().await),
-            false => None,
-        };
-        if let Some(which) = self.exhausted() {
-            tracing::warn!(purpose = %request.purpose, limit = %which, "LLM budget exhausted; refusing the call");
-            return Err(LlmError::BudgetExhausted(which));
-        }
         // Every request is bounded: runaway generations are what made weak models time out.
         let bounded;
         let request = if request.max_tokens.is_some() {
@@ -203,6 +343,13 @@ impl Llm for Budgeted {
             with_limit.max_tokens = Some(self.max_output_tokens.for_purpose(&request.purpose));
             bounded = with_limit;
             &bounded
+        };
+        let reservation = match self.reserve(self.worst_case(request)) {
+            Ok(reservation) => reservation,
+            Err(which) => {
+                tracing::warn!(purpose = %request.purpose, limit = %which, "LLM budget exhausted; refusing the call");
+                return Err(LlmError::BudgetExhausted(which));
+            }
         };
         let started = Instant::now();
         let call = self.chat_reasking_a_timeout(request);
@@ -234,8 +381,9 @@ impl Llm for Budgeted {
         let mut response = match result {
             Ok(response) => response,
             Err(error) => {
-                let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-                add_attempts(&mut totals, &attempts.all_wasted());
+                let mut used = UsageTotals::default();
+                add_attempts(&mut used, &attempts.all_wasted());
+                reservation.settle(&used);
                 tracing::warn!(purpose = %request.purpose, calls = attempts.calls,
                     wall_ms = attempts.wall_ms, %error, "LLM call failed; its attempts are counted");
                 return Err(error);
@@ -247,8 +395,7 @@ impl Llm for Budgeted {
             .unwrap_or(0.0);
         response.cost_usd = cost;
         response.attempts = attempts;
-        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-        totals.add(&response.totals());
+        reservation.settle(&response.totals());
         tracing::debug!(
             purpose = %request.purpose,
             model = %response.model,
@@ -400,5 +547,189 @@ mod tests {
         let err = llm.chat(&ChatRequest::default()).await.unwrap_err();
         assert!(err.to_string().contains("max_wall_seconds 0"), "{err}");
         assert_eq!(llm.usage().calls, 0);
+    }
+
+    /// A model whose calls each wait for the reply the test sends them, in call order.
+    struct Gated {
+        replies: Mutex<Vec<tokio::sync::oneshot::Receiver<Result<ChatResponse, LlmError>>>>,
+    }
+
+    #[async_trait]
+    impl Llm for Gated {
+        fn describe(&self) -> String {
+            "gated".into()
+        }
+
+        async fn chat(&self, _request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            let reply = self.replies.lock().unwrap().remove(0);
+            reply.await.expect("the test answers every call")
+        }
+    }
+
+    type Answer = tokio::sync::oneshot::Sender<Result<ChatResponse, LlmError>>;
+
+    fn gated(calls: usize, cap_tokens: u64) -> (std::sync::Arc<Budgeted>, Vec<Answer>) {
+        let (answers, replies) = (0..calls).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let mut cfg = LlmConfig::default();
+        cfg.budget.max_tokens = Some(cap_tokens);
+        let inner = Box::new(Gated {
+            replies: Mutex::new(replies),
+        });
+        (std::sync::Arc::new(Budgeted::new(inner, &cfg)), answers)
+    }
+
+    /// An empty request that may write 1000 tokens: its worst case is 1000 tokens.
+    fn thousand() -> ChatRequest {
+        ChatRequest {
+            max_tokens: Some(1000),
+            ..ChatRequest::default()
+        }
+    }
+
+    fn reply(prompt: u64, completion: u64) -> Result<ChatResponse, LlmError> {
+        Ok(ChatResponse {
+            text: Some("ok".into()),
+            tool_calls: vec![],
+            usage: TokenUsage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                cached_tokens: 0,
+            },
+            finish_reason: crate::llm::types::FinishReason::Stop,
+            model: "gated".into(),
+            cost_usd: 0.0,
+            attempts: Attempts::default(),
+        })
+    }
+
+    fn in_flight(llm: &Budgeted) -> (u32, u64) {
+        let ledger = llm.ledger.lock().unwrap();
+        (ledger.reserved.calls, ledger.reserved.tokens)
+    }
+
+    /// Starts a call and waits until it has reserved (its inner call is waiting for a reply).
+    async fn start(
+        llm: &std::sync::Arc<Budgeted>,
+        expect_in_flight: u32,
+    ) -> tokio::task::JoinHandle<Result<ChatResponse, LlmError>> {
+        let running = llm.clone();
+        let call = tokio::spawn(async move { running.chat(&thousand()).await });
+        for _ in 0..100_000 {
+            if in_flight(llm).0 >= expect_in_flight {
+                return call;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the call never reserved: {:?}", call.await);
+    }
+
+    #[tokio::test]
+    async fn calls_that_fit_together_run_together_and_one_that_does_not_is_refused() {
+        let (llm, mut answers) = gated(3, 2500);
+        let first = start(&llm, 1).await;
+        let second = start(&llm, 2).await;
+        assert_eq!(in_flight(&llm), (2, 2000), "both fit: 2000 of 2500");
+
+        // 0 used + 2000 reserved + 1000 > 2500: refused while the two are in flight.
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        match err {
+            LlmError::BudgetExhausted(which) => assert!(
+                which.contains("max_tokens 2500 would be passed")
+                    && which.contains("2000 reserved by 2 calls in flight"),
+                "{which}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(llm.usage().calls, 0, "a refused call is no call");
+
+        // The first settles below its reservation: 100 used + 1000 reserved + 1000 fits.
+        answers.remove(0).send(reply(60, 40)).unwrap();
+        first.await.unwrap().unwrap();
+        assert_eq!(in_flight(&llm), (1, 1000));
+        let third = start(&llm, 2).await;
+        assert_eq!(in_flight(&llm), (2, 2000));
+
+        answers.remove(0).send(reply(500, 500)).unwrap();
+        answers.remove(0).send(reply(10, 10)).unwrap();
+        second.await.unwrap().unwrap();
+        third.await.unwrap().unwrap();
+        assert_eq!(in_flight(&llm), (0, 0));
+        let spent = llm.usage();
+        assert_eq!(
+            (spent.calls, spent.prompt_tokens, spent.completion_tokens),
+            (3, 570, 550)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_releases_its_reservation_and_counts_its_attempt() {
+        let (llm, mut answers) = gated(3, 2500);
+        let failing = start(&llm, 1).await;
+        let other = start(&llm, 2).await;
+        assert!(matches!(
+            llm.chat(&thousand()).await,
+            Err(LlmError::BudgetExhausted(_))
+        ));
+        answers
+            .remove(0)
+            .send(Err(LlmError::Http {
+                status: 400,
+                message: "bad request".into(),
+            }))
+            .unwrap();
+        assert!(matches!(
+            failing.await.unwrap(),
+            Err(LlmError::Http { status: 400, .. })
+        ));
+        assert_eq!(
+            in_flight(&llm),
+            (1, 1000),
+            "the failed call's reservation is released"
+        );
+        let spent = llm.usage();
+        assert_eq!(
+            (spent.calls, spent.prompt_tokens, spent.completion_tokens),
+            (1, 0, 0),
+            "no tokens are known for a failed call; its attempt is counted"
+        );
+        // What the failed call held is free again: a call that did not fit now does.
+        let third = start(&llm, 2).await;
+        answers.remove(0).send(reply(1, 1)).unwrap();
+        answers.remove(0).send(reply(1, 1)).unwrap();
+        other.await.unwrap().unwrap();
+        third.await.unwrap().unwrap();
+        assert_eq!(in_flight(&llm), (0, 0));
+        assert_eq!(llm.usage().calls, 3);
+    }
+
+    #[tokio::test]
+    async fn a_cost_limit_reserves_the_worst_case_at_the_configured_models_price() {
+        let (_answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..1).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let mut cfg = LlmConfig {
+            model: Some("gated".into()),
+            ..LlmConfig::default()
+        };
+        cfg.budget.max_cost_usd = Some(0.015);
+        cfg.prices.insert(
+            "gated".into(),
+            Price {
+                input_per_mtok: 0.0,
+                output_per_mtok: 10.0,
+            },
+        );
+        let llm = std::sync::Arc::new(Budgeted::new(
+            Box::new(Gated {
+                replies: Mutex::new(replies),
+            }),
+            &cfg,
+        ));
+        // 1000 output tokens at $10 a million: $0.01 reserved; a second $0.01 passes $0.015.
+        let _first = start(&llm, 1).await;
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w) if w.contains("max_cost_usd 0.015 would be passed")),
+            "{err}"
+        );
     }
 }

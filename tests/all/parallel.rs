@@ -413,6 +413,53 @@ fn the_token_budget_holds_across_parallel_subtasks() {
     assert!(heavy_calls <= 3, "{heavy_calls} first turns were sent");
 }
 
+/// Issue 39, point 3: a token budget no longer makes parallel subtasks take turns at the model.
+/// Every reply takes 800 ms; the four subtasks' first turns reach the server within one reply's
+/// time of each other, where calls taken one at a time would arrive at least 2.4 s apart.
+#[test]
+fn model_calls_of_parallel_subtasks_overlap_under_a_budget() {
+    let delay = std::time::Duration::from_millis(800);
+    let llm = LlmServer::start(scenario(&sleeping_plan(4, SMALL)));
+    llm.delay_replies(delay);
+    let (_origin, checkout) = repo();
+    let dir = TempDir::new().unwrap();
+    let out = run(
+        &llm,
+        &checkout,
+        &dir,
+        &[
+            "--set",
+            "execution.max_parallel=4",
+            "--set",
+            "llm.budget.max_tokens=1000000",
+        ],
+    );
+    let entries = history(&dir);
+    assert_eq!(
+        finished_status(&entries),
+        RunStatus::Completed,
+        "{}",
+        text(&out.stderr)
+    );
+    let first_turns: Vec<std::time::Instant> = llm
+        .requests()
+        .iter()
+        .filter(|r| r.texts().iter().any(|t| t.contains("Execute subtask")))
+        .filter(|r| !r.texts().iter().any(|t| t.contains("exited with status")))
+        .map(|r| r.received_at)
+        .collect();
+    assert_eq!(first_turns.len(), 4);
+    let spread = *first_turns.iter().max().unwrap() - *first_turns.iter().min().unwrap();
+    assert!(
+        spread < delay,
+        "the four first turns arrived {spread:?} apart: the model calls were serialised"
+    );
+    let spans = action_spans(&entries, "run_command");
+    let last_start = spans.iter().map(|(_, s, _)| *s).max().unwrap();
+    let first_end = spans.iter().map(|(_, _, e)| *e).min().unwrap();
+    assert!(last_start < first_end, "{spans:?}");
+}
+
 /// Issue 35, point 7: a subtask's commands rewrite its worktree's `.git` file to point at a git
 /// directory of theirs (with an fsmonitor that records that it ran outside the sandbox) and write
 /// into the sibling subtask's worktree. Replan's merge reaches each worktree through the

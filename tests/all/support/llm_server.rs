@@ -60,6 +60,8 @@ struct Shared {
     /// Requests from this index on are recorded but never answered (a test kills the client
     /// while it waits).
     hold_from: std::sync::atomic::AtomicUsize,
+    /// Milliseconds every reply waits before it is answered (a model that takes time).
+    reply_delay_ms: std::sync::atomic::AtomicU64,
     /// Streamed replies the client hung up on before their end.
     hang_ups: std::sync::atomic::AtomicUsize,
 }
@@ -82,6 +84,7 @@ impl LlmServer {
             player: ScenarioPlayer::new(scenario),
             requests: Mutex::new(Vec::new()),
             hold_from: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            reply_delay_ms: std::sync::atomic::AtomicU64::new(0),
             hang_ups: std::sync::atomic::AtomicUsize::new(0),
         });
         let (shutdown, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
@@ -142,6 +145,14 @@ impl LlmServer {
         self.shared
             .hold_from
             .store(index, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Every later reply waits `delay` before it is answered, as a model's generation takes.
+    pub fn delay_replies(&self, delay: std::time::Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.shared
+            .reply_delay_ms
+            .store(ms, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// How many streamed replies the client stopped reading before their end.
@@ -289,6 +300,12 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     };
     if index >= shared.hold_from.load(std::sync::atomic::Ordering::SeqCst) {
         std::future::pending::<()>().await;
+    }
+    let delay = shared
+        .reply_delay_ms
+        .load(std::sync::atomic::Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
     }
     let texts = recorded.texts();
     let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
