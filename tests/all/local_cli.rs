@@ -20,7 +20,18 @@ const PLANNING: &str = "Produce the planning phases";
 
 /// `replan <args>` with only the scripted model in the environment.
 fn replan(llm: Option<(&LlmServer, Wire)>, workspace: &TestRepo, args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("replan").unwrap();
+    let mut command = Command::from_std(replan_std(llm, workspace, args));
+    command.timeout(std::time::Duration::from_secs(120));
+    command
+}
+
+/// [`replan`] as a plain process (no time-out), for a test that waits for it itself.
+fn replan_std(
+    llm: Option<(&LlmServer, Wire)>,
+    workspace: &TestRepo,
+    args: &[&str],
+) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("replan"));
     command.env_clear();
     for key in ["PATH", "HOME", "TMPDIR"] {
         if let Ok(value) = std::env::var(key) {
@@ -45,8 +56,7 @@ fn replan(llm: Option<(&LlmServer, Wire)>, workspace: &TestRepo, args: &[&str]) 
     }
     command
         .env("REPLAN_LLM__MODEL", "weak-test-model")
-        .args(args)
-        .timeout(std::time::Duration::from_secs(120));
+        .args(args);
     if args.first() == Some(&"run") {
         command.arg("--workspace").arg(workspace.path());
     }
@@ -428,18 +438,39 @@ fn a_run_finished_line_written_before_the_mode_was_recorded_still_parses() {
         EntryBody::RunFinished { structured_output: Some(mode), .. } if mode == "prompt"));
 }
 
-/// Peak resident memory of this process's waited-for children (the `replan` runs), in bytes.
-fn children_peak_rss() -> u64 {
+/// Run `command` to its end: its exit code, its stderr, and its own peak resident memory in
+/// bytes (from `wait4`, so no other process the test binary started is counted, as
+/// `RUSAGE_CHILDREN` would count a Node or git process of another test).
+fn run_measured(mut command: std::process::Command) -> (Option<i32>, String, u64) {
+    use std::io::Read as _;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = out.read_to_end(&mut sink);
+    });
+    let mut stderr = String::new();
+    let _ = err.read_to_string(&mut stderr);
+    let _ = stdout.join();
+    let mut status = 0;
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is a valid selector.
+    // SAFETY: wait4 on our own child's pid, with valid pointers; `child` is not waited again.
     let usage = unsafe {
-        assert_eq!(
-            libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()),
-            0
-        );
+        let pid = child.id() as libc::pid_t;
+        assert_eq!(libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()), pid);
         usage.assume_init()
     };
-    u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (
+        code,
+        stderr,
+        u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+    )
 }
 
 #[test]
@@ -450,7 +481,7 @@ fn a_300_mb_reply_is_refused_as_too_large_with_bounded_memory() {
         ));
         let (_origin, checkout) = checkout();
         let state = TempDir::new().unwrap();
-        let output = replan(
+        let (code, stderr, peak) = run_measured(replan_std(
             Some((&llm, Wire::OpenAi)),
             &checkout,
             &[
@@ -462,16 +493,12 @@ fn a_300_mb_reply_is_refused_as_too_large_with_bounded_memory() {
                 "--local-dir",
                 state.path().to_str().unwrap(),
             ],
-        )
-        .output()
-        .unwrap();
-        let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        ));
+        assert_eq!(code, Some(1), "{stderr}");
         let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
         assert_eq!(errors.len(), 1, "each error is printed once: {stderr}");
         assert!(errors[0].contains("too large"), "{stderr}");
         assert_eq!(llm.requests().len(), 1, "a too-large reply is not retried");
-        let peak = children_peak_rss();
         assert!(
             peak < 200 * 1024 * 1024,
             "peak RSS {peak} bytes (chunked: {chunked})"
