@@ -441,6 +441,8 @@ fn a_run_finished_line_written_before_the_mode_was_recorded_still_parses() {
 /// Run `command` to its end: its exit code, its stderr, and its own peak resident memory in
 /// bytes (from `wait4`, so no other process the test binary started is counted, as
 /// `RUSAGE_CHILDREN` would count a Node or git process of another test).
+// The child is reaped by `wait4` below, which `Child::wait` cannot give the usage of.
+#[allow(clippy::zombie_processes)]
 fn run_measured(mut command: std::process::Command) -> (Option<i32>, String, u64) {
     use std::io::Read as _;
     let mut child = command
