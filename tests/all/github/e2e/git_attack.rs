@@ -43,11 +43,13 @@ fn assert_never_ran(marker: &std::path::Path, output: &std::process::Output) {
     assert_eq!(output.status.code(), Some(0), "{}", text(output));
 }
 
-#[test]
-fn github_e2e_planted_git_metadata_never_runs_in_a_single_job() {
+/// The attack in a job run with `args` (after `run`): no payload ran, and the planting did.
+fn attack(args: impl FnOnce(&World) -> Vec<OsString>) {
     let marker = marker();
     let (world, number) = attacked_world(&marker);
-    let output = world.run(&job_env(&world, number));
+    let mut all = vec![OsString::from("run")];
+    all.extend(args(&world));
+    let output = world.run_args(&job_env(&world, number), &all);
     assert_never_ran(&marker, &output);
     let bodies: String = world
         .llm
@@ -62,22 +64,14 @@ fn github_e2e_planted_git_metadata_never_runs_in_a_single_job() {
 }
 
 #[test]
+fn github_e2e_planted_git_metadata_never_runs_in_a_single_job() {
+    attack(|_| Vec::new());
+}
+
+#[test]
 fn github_e2e_planted_git_metadata_never_runs_in_the_split_agent_job() {
-    let marker = marker();
-    let (world, number) = attacked_world(&marker);
-    let env = job_env(&world, number);
-    let dir = world.files.path().join("replan-bundle");
-    let args = [OsString::from("run"), "--bundle".into(), dir.into()];
-    let output = world.run_args(&env, &args);
-    assert_never_ran(&marker, &output);
-    let bodies: String = world
-        .llm
-        .requests()
-        .iter()
-        .map(|r| r.body.to_string())
-        .collect();
-    assert!(
-        bodies.contains("planted-42-everything"),
-        "the planting command ran"
-    );
+    attack(|world| {
+        let dir = world.files.path().join("replan-bundle");
+        vec!["--bundle".into(), dir.into()]
+    });
 }
