@@ -316,7 +316,9 @@ fn problems(c: &Config) -> Vec<Problem> {
         let escapes = file.trim().is_empty()
             || path.is_absolute()
             || file.starts_with(['/', '\\'])
-            || file.split(['/', '\\']).any(|part| part == ".." || part == ".");
+            || file
+                .split(['/', '\\'])
+                .any(|part| part == ".." || part == ".");
         if escapes {
             k.fail(
                 "instructions.files",

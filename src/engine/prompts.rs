@@ -233,7 +233,10 @@ impl Prompts {
     }
 
     /// These templates with the repository's instructions.
-    pub fn with_instructions(mut self, instructions: super::instructions::RepoInstructions) -> Self {
+    pub fn with_instructions(
+        mut self,
+        instructions: super::instructions::RepoInstructions,
+    ) -> Self {
         self.instructions = std::sync::Arc::new(instructions);
         self
     }

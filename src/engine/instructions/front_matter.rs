@@ -64,7 +64,8 @@ mod tests {
 
     #[test]
     fn apply_to_is_a_comma_separated_string_or_a_list() {
-        let (body, globs) = split("---\napplyTo: \"**/*.rs, docs/**\"\n---\nUse rustfmt.\n").unwrap();
+        let (body, globs) =
+            split("---\napplyTo: \"**/*.rs, docs/**\"\n---\nUse rustfmt.\n").unwrap();
         assert_eq!(body, "Use rustfmt.\n");
         assert_eq!(globs.unwrap(), ["**/*.rs", "docs/**"]);
         let (_, globs) = split("---\ndescription: x\napplyTo:\n  - a/**\n---\nbody").unwrap();

@@ -162,12 +162,18 @@ fn normalize(path: &str) -> String {
 }
 
 fn under(path: &str, dir: &str) -> bool {
-    path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The `applyTo` globs as one set; `**` alone (or `**/*`, `*`) means the whole repository.
 fn scope_of(globs: Vec<String>) -> Result<Scope, String> {
-    if globs.iter().any(|g| matches!(g.as_str(), "**" | "**/*" | "*")) {
+    if globs
+        .iter()
+        .any(|g| matches!(g.as_str(), "**" | "**/*" | "*"))
+    {
         return Ok(Scope::Everywhere);
     }
     let mut builder = GlobSetBuilder::new();
@@ -191,8 +197,11 @@ pub fn mentioned_paths(text: &str) -> Vec<String> {
         .filter(|w| !w.is_empty() && !w.contains("://"))
         .filter(|w| {
             w.contains('/')
-                || w.rsplit_once('.')
-                    .is_some_and(|(stem, ext)| !stem.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric()) && !ext.is_empty())
+                || w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    !stem.is_empty()
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                        && !ext.is_empty()
+                })
         })
         .map(normalize)
         .filter(|p| !p.is_empty() && !p.split('/').any(|part| part == ".."))
@@ -215,12 +224,9 @@ pub fn argument_paths(arguments: &serde_json::Value) -> Vec<String> {
             }
             match value {
                 serde_json::Value::String(s) => out.push(normalize(s)),
-                serde_json::Value::Array(items) => out.extend(
-                    items
-                        .iter()
-                        .filter_map(|v| v.as_str())
-                        .map(normalize),
-                ),
+                serde_json::Value::Array(items) => {
+                    out.extend(items.iter().filter_map(|v| v.as_str()).map(normalize))
+                }
                 _ => {}
             }
         }
@@ -269,7 +275,10 @@ mod tests {
             .collect();
         assert_eq!(
             paths,
-            ["crates/x/AGENTS.md", ".github/instructions/rust.instructions.md"]
+            [
+                "crates/x/AGENTS.md",
+                ".github/instructions/rust.instructions.md"
+            ]
         );
         let other: Vec<&str> = i
             .for_paths(&["crates/y/README.md", "./docs/a.md"])
@@ -277,7 +286,11 @@ mod tests {
             .map(|f| f.path.as_str())
             .collect();
         assert_eq!(other, ["crates/AGENTS.md"]);
-        assert!(i.for_paths(&["crates/xy/a.md"]).iter().all(|f| f.path != "crates/x/AGENTS.md"));
+        assert!(
+            i.for_paths(&["crates/xy/a.md"])
+                .iter()
+                .all(|f| f.path != "crates/x/AGENTS.md")
+        );
     }
 
     #[test]

@@ -184,7 +184,9 @@ fn read_blob(dir: &Path, oid: &str, limit: u64) -> Result<Vec<u8>, String> {
         .args(["cat-file", "blob", oid])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let mut child = command.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
     let mut bytes = Vec::new();
     let read = child
         .stdout
@@ -238,8 +240,14 @@ mod tests {
             ("CLAUDE.md", "claude"),
             ("AGENTS.md", "agents"),
             ("crates/x/AGENTS.md", "x rules"),
-            (".github/instructions/rs.instructions.md", "---\napplyTo: '**/*.rs'\n---\nrust"),
-            (".github/instructions/none.instructions.md", "no front matter"),
+            (
+                ".github/instructions/rs.instructions.md",
+                "---\napplyTo: '**/*.rs'\n---\nrust",
+            ),
+            (
+                ".github/instructions/none.instructions.md",
+                "no front matter",
+            ),
         ]);
         let got = read(dir.path(), &head, "test", &InstructionsConfig::default()).unwrap();
         let paths: Vec<&str> = got.files.iter().map(|f| f.path.as_str()).collect();

@@ -6,10 +6,10 @@
 use super::{judge, reflect};
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::instructions;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::engine::folded::{FoldedTurn, is_folded};
+use crate::engine::instructions;
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{
@@ -159,7 +159,8 @@ async fn tool_loop(
             // A file the call reaches whose directory or globs have instructions of their own:
             // they come with the result, once an attempt.
             let reached = instructions::argument_paths(&call.arguments);
-            let content_sent = format!("{content}{}", scoped_instructions(cx, &mut given, &reached));
+            let content_sent =
+                format!("{content}{}", scoped_instructions(cx, &mut given, &reached));
             let this = Owed {
                 tool: call.name.clone(),
                 content: content.clone(),
