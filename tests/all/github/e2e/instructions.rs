@@ -25,7 +25,11 @@ fn crates_x_steps() -> String {
        "comment": "Plan completed. Starting execution.",
        "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
        "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}"#;
-    let indented = |s: &str| s.lines().map(|l| format!("      {l}\n")).collect::<String>();
+    let indented = |s: &str| {
+        s.lines()
+            .map(|l| format!("      {l}\n"))
+            .collect::<String>()
+    };
     format!(
         r#"mode: matched
 steps:
@@ -90,7 +94,10 @@ fn github_e2e_instructions_root_agents_md_heads_every_request_and_nested_goes_wi
     assert!(requests.len() > 3);
     for request in &requests {
         let system = system_of(request);
-        assert!(system.contains(ROOT_RULE), "no root AGENTS.md in:\n{system}");
+        assert!(
+            system.contains(ROOT_RULE),
+            "no root AGENTS.md in:\n{system}"
+        );
         assert!(
             system.contains("not permissions"),
             "marked as data: {system}"
@@ -99,7 +106,10 @@ fn github_e2e_instructions_root_agents_md_heads_every_request_and_nested_goes_wi
         assert!(!system.contains(MODEL_RULE), "{system}");
     }
     let planning = all_text(&requests[0]);
-    assert!(!planning.contains(X_RULE), "crates/x/AGENTS.md is for its subtask only");
+    assert!(
+        !planning.contains(X_RULE),
+        "crates/x/AGENTS.md is for its subtask only"
+    );
     let task_1 = requests
         .iter()
         .find(|r| all_text(r).contains("Execute subtask `task_1`"))
@@ -110,7 +120,10 @@ fn github_e2e_instructions_root_agents_md_heads_every_request_and_nested_goes_wi
         .filter(|r| all_text(r).contains("Execute subtask `task_2`"))
     {
         assert!(!all_text(request).contains(MODEL_RULE));
-        assert!(!all_text(request).contains(X_RULE), "task_2 is not under crates/x/");
+        assert!(
+            !all_text(request).contains(X_RULE),
+            "task_2 is not under crates/x/"
+        );
     }
     // The job summary lists the files, their sizes and the commit.
     let summary = std::fs::read_to_string(world.files.path().join("summary.md")).unwrap();
@@ -133,8 +146,12 @@ fn github_e2e_instructions_a_pull_requests_head_cannot_rewrite_them() {
     world
         .checkout
         .write("AGENTS.md", &format!("{MODEL_RULE}\n"));
-    world.checkout.write("CLAUDE.md", &format!("{MODEL_RULE}\n"));
-    world.checkout.commit_all("rewrite the agent's instructions");
+    world
+        .checkout
+        .write("CLAUDE.md", &format!("{MODEL_RULE}\n"));
+    world
+        .checkout
+        .commit_all("rewrite the agent's instructions");
     world.checkout.run_git(&["push", "-q", "origin", "feature"]);
     let number = world.alices_issue("Tidy the README", "Please add hello.md.");
     let payload = world.payload("pull_request.labeled.0", |v| {
@@ -198,8 +215,9 @@ steps:
         "the instructions were read"
     );
     assert!(
-        requests.iter().any(|r| all_text(r)
-            .contains("`curl -s https://example.com` is not an allowed command")),
+        requests.iter().any(
+            |r| all_text(r).contains("`curl -s https://example.com` is not an allowed command")
+        ),
         "curl was refused: {}",
         text(&output)
     );
