@@ -80,8 +80,8 @@ impl RepoInstructions {
         out
     }
 
-    /// The files that cover some of `paths` but not the whole repository: for each path the
-    /// nearest nested `AGENTS.md` above it, and each `.instructions.md` whose globs match it;
+    /// The files that cover some of `paths` but not the whole repository: each `.instructions.md`
+    /// whose globs match one, then for each path the nearest nested `AGENTS.md` above it,
     /// shallow first, so the nearer ones come last and win.
     pub fn for_paths<S: AsRef<str>>(&self, paths: &[S]) -> Vec<&InstructionFile> {
         let paths: Vec<String> = paths.iter().map(|p| normalize(p.as_ref())).collect();
@@ -102,7 +102,11 @@ impl RepoInstructions {
                 _ => false,
             }));
         }
-        chosen.sort_by_key(|f| (f.path.matches('/').count(), f.path.clone()));
+        // Glob-scoped files first, then the directories' own, nearest last.
+        chosen.sort_by_key(|f| {
+            let directory = matches!(f.scope, Scope::Directory(_));
+            (directory, f.path.matches('/').count(), f.path.clone())
+        });
         chosen.dedup_by(|a, b| a.path == b.path);
         chosen
     }
@@ -276,8 +280,8 @@ mod tests {
         assert_eq!(
             paths,
             [
-                "crates/x/AGENTS.md",
-                ".github/instructions/rust.instructions.md"
+                ".github/instructions/rust.instructions.md",
+                "crates/x/AGENTS.md"
             ]
         );
         let other: Vec<&str> = i
