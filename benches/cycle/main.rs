@@ -59,6 +59,7 @@ fn main() {
     let mut template = String::new();
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
+    instructions_prefix_share();
     if let Some(other) = std::env::var_os("REPLAN_BENCH_AB") {
         let zero = scenario::cycle_llm(20, Duration::ZERO);
         interleaved_cycle20(Path::new(&other), &zero, if quick { 8 } else { 20 });
@@ -192,6 +193,30 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
         println!();
         by_kind("20 subtasks", &t);
     }
+}
+
+/// The 20-subtask cycle in a repository with a 4 KiB `AGENTS.md` (issue 38): the instructions
+/// head every request's system prompt, so the cacheable prefix share stays at 0.8 or more.
+fn instructions_prefix_share() {
+    let llm = scenario::cycle_llm(20, Duration::ZERO);
+    let mut world = World::with_agents_md(4096);
+    let run = run_cycle(&mut world, &llm, Path::new(world::REPLAN), 20);
+    assert!(
+        run.requests
+            .iter()
+            .all(|r| r.body.to_string().contains("Keep each change small")),
+        "the AGENTS.md is in every request"
+    );
+    let t = analyse(&from_wire(&run.requests));
+    println!("Tokens of the 20-subtask cycle with a 4 KiB `AGENTS.md`:\n");
+    token_table_header();
+    token_row("synthetic, 20 subtasks, 4 KiB AGENTS.md", "single call", &t);
+    println!();
+    assert!(
+        t.previous_prefix_share >= 0.8,
+        "with a 4 KiB AGENTS.md the cacheable prefix share fell to {:.3} (issue 38 wants >= 0.8)",
+        t.previous_prefix_share
+    );
 }
 
 /// `REPLAN_BENCH_AB=<another replan binary>`: the 20-subtask cycle with this build and that one

@@ -62,6 +62,18 @@ impl World {
         }
     }
 
+    /// A world whose repository keeps an `AGENTS.md` of `bytes` bytes (issue 38: the
+    /// repository's instructions join every request's system prompt).
+    pub fn with_agents_md(bytes: usize) -> Self {
+        let world = World::new();
+        let line = "- Keep each change small and run the formatter before committing it.\n";
+        let text: String = line.repeat(bytes / line.len() + 1)[..bytes].to_owned();
+        world.checkout.write("AGENTS.md", &text);
+        world.checkout.commit_all("agent instructions");
+        world.checkout.run_git(&["push", "-q", "origin", "main"]);
+        world
+    }
+
     /// A new issue opened by a collaborator, and the event payload that announces it.
     pub fn new_issue(&self, title: &str, body: &str) -> (u64, PathBuf) {
         let number = self.fake.seed_issue(title, body, "alice");

@@ -6,6 +6,7 @@ pub(crate) mod exit;
 pub(crate) mod gating;
 pub mod history_sink;
 pub(crate) mod input;
+pub(crate) mod instructions;
 pub(crate) mod outputs;
 pub(crate) mod pr_recorder;
 pub(crate) mod private_git;

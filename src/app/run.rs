@@ -53,6 +53,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
     let workspace = resolve_workspace(opts.workspace.as_ref(), &env)?;
     // Before anything the model does: Replan's own git moves to a private copy (issue 35).
     let private = super::private_git::adopt(&workspace, &env)?;
+    let start_commit = super::instructions::start_commit(&workspace);
     let absolute = |path: &PathBuf| {
         if path.is_relative() {
             std::env::current_dir()
@@ -89,6 +90,7 @@ pub async fn run(opts: RunOptions, mut env: BTreeMap<String, String>) -> Result<
         bundle,
         stage,
         effect_route: Default::default(),
+        start_commit,
     };
     let bundle_dir = ctx.bundle.as_ref().map(|b| b.dir().to_path_buf());
     let nonempty = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());

@@ -6,7 +6,7 @@ use crate::app::exit::{CliError, Exit};
 use crate::config::{explain_json, explain_text};
 
 pub async fn run(args: ConfigArgs) -> Result<Exit, CliError> {
-    let (_, loaded) = load_config(&args.workspace, None).await?;
+    let (opts, loaded) = load_config(&args.workspace, None).await?;
     if args.json {
         let value = if args.explain {
             explain_json(&loaded)
@@ -22,6 +22,10 @@ pub async fn run(args: ConfigArgs) -> Result<Exit, CliError> {
             println!("# repository file: {}", file.display());
         }
         print!("{}", explain_text(&loaded));
+        for line in crate::app::instructions::explain(&opts.workspace, &loaded.config.instructions)
+        {
+            println!("{line}");
+        }
     } else {
         let yaml = serde_saphyr::to_string(&loaded.config)
             .map_err(|e| CliError::failure(e.to_string()))?;

@@ -17,6 +17,7 @@ mod file;
 mod forge;
 mod forge_api;
 mod history;
+mod instructions;
 mod layers;
 mod llm;
 mod load;
@@ -43,6 +44,7 @@ pub use file::REPO_FILE_CANDIDATES;
 pub use forge::{ForgeTriggerConfig, GITHUB_PERMISSIONS, GITLAB_ACCESS_LEVELS};
 pub use forge_api::ForgeApiConfig;
 pub use history::HistoryConfig;
+pub use instructions::{DEFAULT_INSTRUCTION_FILES, InstructionsConfig};
 pub use llm::{BudgetConfig, LlmConfig, MaxOutputTokens, Price, ProviderKind, StructuredOutput};
 pub use load::{LoadOptions, LoadedConfig, load, load_local};
 pub use overrides::{ACTION_INPUTS, Override};
@@ -85,6 +87,8 @@ pub struct Config {
     pub secrets: SecretsConfig,
     /// Split-trust mode: the caps `replan publish` holds a bundle to.
     pub publish: PublishConfig,
+    /// The repository's instructions for agents (`AGENTS.md`, ...).
+    pub instructions: InstructionsConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

@@ -311,6 +311,23 @@ fn problems(c: &Config) -> Vec<Problem> {
         );
     }
 
+    for file in &c.instructions.files {
+        let path = std::path::Path::new(file);
+        let escapes = file.trim().is_empty()
+            || path.is_absolute()
+            || file.starts_with(['/', '\\'])
+            || file
+                .split(['/', '\\'])
+                .any(|part| part == ".." || part == ".");
+        if escapes {
+            k.fail(
+                "instructions.files",
+                format!("`{file}` is not a path inside the repository"),
+                "list paths from the repository root without `..`, e.g. AGENTS.md or docs/AGENTS.md",
+            );
+        }
+    }
+
     if let Some(api) = &c.user_config_api {
         k.http_url("user_config_api.url", &api.url);
         k.env_var_name("user_config_api.token_env", api.token_env.as_deref());

@@ -273,11 +273,14 @@ pub fn decomposition_instructions(cfg: &Config) -> &'static str {
 
 /// The system prompt: short and the same for every call of a thread, so it heads every cached
 /// prefix. The planning process lives in `planning_rules`, sent with the planning calls only.
+/// The repository's instructions for the whole repository end it (the same for every call too).
 pub fn system_prompt(
     prompts: &super::prompts::Prompts,
     cfg: &Config,
 ) -> Result<String, super::prompts::PromptError> {
-    with_strategy(prompts, "system", cfg)
+    let mut system = with_strategy(prompts, "system", cfg)?;
+    system.push_str(&prompts.instructions().system_block());
+    Ok(system)
 }
 
 /// Seed 001's planning process with the configured strategy and limits.

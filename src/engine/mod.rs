@@ -13,6 +13,7 @@ pub mod decide;
 pub mod demo;
 pub mod folded;
 pub mod input;
+pub mod instructions;
 pub mod journal;
 pub mod judge;
 pub mod parallel;

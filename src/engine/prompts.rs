@@ -194,10 +194,12 @@ pub fn template_of_purpose(purpose: &str, cfg: &crate::config::Config) -> Option
     })
 }
 
-/// The templates of one run: built-in, or the repository's override when it has one.
+/// The templates of one run: built-in, or the repository's override when it has one; and the
+/// repository's instructions the rendered prompts carry.
 #[derive(Debug, Clone, Default)]
 pub struct Prompts {
     overrides: BTreeMap<String, String>,
+    instructions: std::sync::Arc<super::instructions::RepoInstructions>,
 }
 
 impl Prompts {
@@ -224,7 +226,23 @@ impl Prompts {
                 }
             }
         }
-        Ok(Prompts { overrides })
+        Ok(Prompts {
+            overrides,
+            ..Prompts::default()
+        })
+    }
+
+    /// These templates with the repository's instructions.
+    pub fn with_instructions(
+        mut self,
+        instructions: super::instructions::RepoInstructions,
+    ) -> Self {
+        self.instructions = std::sync::Arc::new(instructions);
+        self
+    }
+
+    pub fn instructions(&self) -> &super::instructions::RepoInstructions {
+        &self.instructions
     }
 
     pub fn template(&self, name: &str) -> Result<&str, PromptError> {

@@ -428,3 +428,58 @@ fn issue_number_zero_is_a_usage_error() {
         .stderr(predicate::str::starts_with("error"))
         .stderr(predicate::str::contains("--issue"));
 }
+
+/// Issue 38: `config --explain` lists the repository instructions a run would read, with the
+/// commit and their sizes; a file only in the work tree is not among them.
+#[test]
+fn config_explain_lists_the_repository_instructions_with_commit_and_sizes() {
+    let repo = crate::support::TestRepo::new();
+    repo.write("AGENTS.md", "Run make lint.\n");
+    repo.write("crates/x/AGENTS.md", "x rules\n");
+    let commit = repo.commit_all("instructions");
+    repo.write("CLAUDE.md", "only in the work tree\n");
+    let out = replan()
+        .args(["config", "--explain", "--workspace"])
+        .arg(repo.path())
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("# repository instructions from HEAD ({commit}):")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("#   `AGENTS.md` (15 bytes; every call)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("#   `crates/x/AGENTS.md` (8 bytes; subtasks under `crates/x/`)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("CLAUDE.md`"), "{stdout}");
+
+    replan()
+        .args(["config", "--explain", "--workspace"])
+        .arg(repo.path())
+        .args(["--set", "instructions.files=[]"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "# repository instructions: off (instructions.files is empty)",
+        ));
+}
+
+#[test]
+fn an_instruction_file_outside_the_repository_is_a_usage_error_naming_the_key() {
+    let dir = workspace_with(
+        ".replan.yml",
+        "instructions:\n  files: [\"../secrets.md\"]\n",
+    );
+    replan()
+        .args(["config", "--workspace"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("instructions.files"))
+        .stderr(predicate::str::contains("../secrets.md"));
+}

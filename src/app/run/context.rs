@@ -48,6 +48,9 @@ pub(super) struct Ctx {
     /// Bound to the run's history sink once it exists: the forge writes' effect entries (the
     /// reporter's notices, the tools' comments and pull requests) commit through it.
     pub(super) effect_route: Arc<crate::history::effects::EffectRoute>,
+    /// The commit the checkout was on when the run started (before any model action): an
+    /// issue's repository instructions are read from it (`app::instructions`).
+    pub(super) start_commit: Option<String>,
 }
 
 pub(crate) fn start_rules(config: &Config, kind: ForgeKind) -> StartRules {

@@ -26,6 +26,8 @@ pub(super) struct ThreadRun {
     pull_request: Option<String>,
     history_commit: Option<String>,
     ctx: ChecklistContext,
+    /// The job summary's section on the repository instructions read.
+    instructions: Option<String>,
 }
 
 fn request_name(request: &Request) -> String {
@@ -109,6 +111,7 @@ pub(super) async fn cycle_on_thread(
                 pull_request: None,
                 history_commit: None,
                 ctx: checklist,
+                instructions: None,
             });
         }
     };
@@ -193,8 +196,17 @@ pub(super) async fn cycle_on_thread(
     ));
     // Prompt overrides are read, like the config, before anything model-driven starts (MCP
     // servers start while the registry is built).
-    let prompts =
-        Prompts::with_overrides(&ctx.workspace).map_err(|e| CliError::usage(e.to_string()))?;
+    let instructions = crate::app::instructions::load(
+        &ctx.workspace,
+        &ctx.env,
+        &thread,
+        ctx.start_commit.as_deref(),
+        &ctx.config.instructions,
+    );
+    let instructions_summary = crate::app::instructions::summary_section(&instructions);
+    let prompts = Prompts::with_overrides(&ctx.workspace)
+        .map_err(|e| CliError::usage(e.to_string()))?
+        .with_instructions(instructions);
     let workspace = tool_context.workspace.clone();
     let tools = build_registry(tool_context).await;
     let mut sink = HistorySink::new(backend.clone(), thread, ctx.config.history.commit_every);
@@ -253,6 +265,7 @@ pub(super) async fn cycle_on_thread(
             pull_request: recorder.layer().opened().map(|pr| pr.url),
             history_commit,
             ctx: checklist,
+            instructions: instructions_summary,
         }),
         Err(e) => {
             let message = format!("the planning cycle on {thread} failed: {e}");
@@ -297,6 +310,13 @@ pub(super) fn finish(ctx: &Ctx, result: Result<ThreadRun, CliError>) -> Result<E
         &outputs,
         Some((&outcome.state, outcome.status, &run.ctx)),
     );
+    if let (Some(section), Some(path)) = (
+        &run.instructions,
+        ctx.env.get("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()),
+    ) && let Err(e) = crate::actions::summary::append(std::path::Path::new(path), section)
+    {
+        tracing::warn!("could not write the job summary to {path}: {e}");
+    }
     tracing::info!(
         status = %outputs.status,
         plan_version = outputs.plan_version,

@@ -9,6 +9,7 @@ use crate::engine::context;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
 use crate::engine::folded::{FoldedTurn, is_folded};
+use crate::engine::instructions;
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
 use crate::llm::{
@@ -77,7 +78,7 @@ async fn tool_loop(
     fx: &mut StepEffects,
 ) -> Result<AttemptEnd, CycleError> {
     let folded = is_folded(cx.cfg().planning.decisions);
-    let mut request = execute_request(cx, batch, task_id, folded)?;
+    let (mut request, mut given) = execute_request(cx, batch, task_id, folded)?;
     let version = batch.state.plan_version;
     let mut consecutive_errors = 0u32;
     let mut owed: Option<Owed> = None;
@@ -155,6 +156,11 @@ async fn tool_loop(
             };
             let reflect = reflection_due(cx, batch, error.is_some())
                 .or(owed.as_ref().and_then(|o| o.reflect));
+            // A file the call reaches whose directory or globs have instructions of their own:
+            // they come with the result, once an attempt.
+            let reached = instructions::argument_paths(&call.arguments);
+            let content_sent =
+                format!("{content}{}", scoped_instructions(cx, &mut given, &reached));
             let this = Owed {
                 tool: call.name.clone(),
                 content: content.clone(),
@@ -166,8 +172,8 @@ async fn tool_loop(
                 // The decision on this result (and a due reflection) rides on the next reply.
                 let note = reflect.map(|r| reflection_note(cx, r)).transpose()?;
                 let sent = match note {
-                    Some(note) => format!("{content}\n\n{note}"),
-                    None => content,
+                    Some(note) => format!("{content_sent}\n\n{note}"),
+                    None => content_sent,
                 };
                 request
                     .messages
@@ -177,7 +183,7 @@ async fn tool_loop(
             }
             request
                 .messages
-                .push(Message::tool_result(call.id.clone(), content));
+                .push(Message::tool_result(call.id.clone(), content_sent));
             let none = FoldedTurn::default();
             match settle(cx, batch, &request, task_id, version, this, &none, fx).await? {
                 Settled::Go => {}
@@ -272,14 +278,28 @@ const REASK_MAX_TOKENS: u32 = 512;
 const RETRY: &str =
     "The last action should be retried: call the tool again (the error looked transient).";
 
+/// The repository's instructions for `paths` not yet `given` (see `engine::instructions`);
+/// `given` gains them.
+fn scoped_instructions(cx: &Cx<'_>, given: &mut Vec<String>, paths: &[String]) -> String {
+    let repo = cx.deps.prompts.instructions();
+    let fresh: Vec<_> = repo
+        .for_paths(paths)
+        .into_iter()
+        .filter(|f| !given.contains(&f.path))
+        .collect();
+    given.extend(fresh.iter().map(|f| f.path.clone()));
+    repo.scoped_block(&fresh)
+}
+
 /// The attempt's request: the plan and the reply rules first (byte-identical for every subtask of
-/// a plan, so providers can cache them), the subtask last.
+/// a plan, so providers can cache them), the subtask last, with the repository's instructions for
+/// the files it names; and the paths of the instruction files it carries.
 fn execute_request(
     cx: &Cx<'_>,
     batch: &Batch,
     task_id: &str,
     folded: bool,
-) -> Result<ChatRequest, CycleError> {
+) -> Result<(ChatRequest, Vec<String>), CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
     let Some(task) = plan.subtask(task_id).cloned() else {
         return Err(CycleError::Fatal(format!(
@@ -346,7 +366,17 @@ fn execute_request(
             ("attempt_notes", &notes),
         ],
     )?;
-    let mut request = cx.request(&format!("execute.{task_id}"), prompt)?;
+    let named = instructions::mentioned_paths(&format!(
+        "{}\n{}",
+        task.description,
+        own.iter()
+            .map(|a| format!("{} {}", a.purpose, a.expected_outcome))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ));
+    let mut given = Vec::new();
+    let scoped = scoped_instructions(cx, &mut given, &named);
+    let mut request = cx.request(&format!("execute.{task_id}"), format!("{prompt}{scoped}"))?;
     request.tools = plan_tools(cx, &plan);
     // An attempt starts by acting when its planned actions name a tool of this run, or when
     // nothing is planned for it (the weak-model fallback's "do the issue" subtask).
@@ -357,7 +387,7 @@ fn execute_request(
     };
     request.require_tool_call =
         !request.tools.is_empty() && (own.is_empty() || own.iter().any(names_a_tool));
-    Ok(request)
+    Ok((request, given))
 }
 
 /// Tools any subtask may look around with, whatever the plan names (a plan that needs `search`
