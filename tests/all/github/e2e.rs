@@ -954,6 +954,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 mod fanout;
 mod fanout_split;
 mod git_attack;
+mod plan_approval;
 mod plan_approval_forgery;
 mod split;
 mod split_hostile;
