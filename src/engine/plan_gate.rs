@@ -39,7 +39,7 @@ pub fn approval_needed(state: &SessionState, mode: ApprovalMode) -> Option<PlanA
         ApprovalMode::Plan => true,
         ApprovalMode::Scope => scope.as_ref().is_some_and(ScopeDiff::widens),
     };
-    ask.then(|| PlanApprovalRequest {
+    ask.then_some(PlanApprovalRequest {
         version: state.plan_version,
         hash,
         scope,
