@@ -30,28 +30,28 @@ pub async fn handle(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
             (None, Some(given)) => plan_commands::hash_without_plan(given),
             (None, None) => approve_other(batch, author, fx),
         },
-        EngineInput::Reject { reason, author } if pending_plan(batch).is_some() => {
-            if let Some(plan) = pending_plan(batch) {
-                plan_commands::reject(batch, plan, author, reason.as_deref());
+        EngineInput::Reject { reason, author } => {
+            match (pending_plan(batch), pending_approval(batch)) {
+                (Some(plan), _) => {
+                    plan_commands::reject(batch, plan, author, reason.as_deref());
+                    human_replan(batch, None, reason.as_deref(), author);
+                    fx
+                }
+                (None, Some(request_id)) => {
+                    batch.push(EntryBody::Approval {
+                        request_id: request_id.0,
+                        decision: Some(ApprovalDecision::Rejected),
+                        author: Some(author.clone()),
+                        reason: reason.clone(),
+                        subject: request_id.1,
+                    });
+                    fx
+                }
+                (None, None) => fx.notice(Notice::Info {
+                    text: "Nothing is waiting for approval.".into(),
+                }),
             }
-            human_replan(batch, None, reason.as_deref(), author);
-            fx
         }
-        EngineInput::Reject { reason, author } => match pending_approval(batch) {
-            Some(request_id) => {
-                batch.push(EntryBody::Approval {
-                    request_id: request_id.0,
-                    decision: Some(ApprovalDecision::Rejected),
-                    author: Some(author.clone()),
-                    reason: reason.clone(),
-                    subject: request_id.1,
-                });
-                fx
-            }
-            None => fx.notice(Notice::Info {
-                text: "Nothing is waiting for approval.".into(),
-            }),
-        },
         EngineInput::Stop { author } => StepEffects {
             notices: vec![Notice::Info {
                 text: format!("Stopped by @{author}. Comment `/resume` or `/replan` to go on."),
