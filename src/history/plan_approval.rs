@@ -5,7 +5,6 @@
 //! approves nothing. Where such an entry may come from is the command handler's and the bundle
 //! vet's rule: only a gated `/approve` comment.
 
-use super::state::SessionState;
 use crate::plan::Plan;
 use crate::plan::hash::plan_hash;
 use crate::plan::scope::ScopeDiff;
@@ -47,22 +46,24 @@ pub fn named_plan(subject: &Value) -> Option<(u32, &str)> {
     Some((u32::try_from(version).ok()?, hash))
 }
 
-/// Replay of an approved plan subject: recorded only when it names the current plan.
-pub fn record(s: &mut SessionState, subject: &Value, author: Option<&str>, at: DateTime<Utc>) {
-    let Some((version, hash)) = named_plan(subject) else {
-        return;
-    };
-    let Some(plan) = s.plan.clone() else {
-        return;
-    };
-    if version != s.plan_version || hash != plan_hash(&plan) {
-        return;
+/// Replay of an approved plan subject: the approval, when it names `plan` (the current plan,
+/// at `version`) by version and hash; `None` for any other plan.
+pub fn approval_of(
+    plan: &Arc<Plan>,
+    version: u32,
+    subject: &Value,
+    author: Option<&str>,
+    at: DateTime<Utc>,
+) -> Option<ApprovedPlan> {
+    let (named_version, hash) = named_plan(subject)?;
+    if named_version != version || hash != plan_hash(plan) {
+        return None;
     }
-    s.approved_plan = Some(ApprovedPlan {
+    Some(ApprovedPlan {
         version,
         hash: hash.to_owned(),
         author: author.unwrap_or_default().to_owned(),
         at,
-        plan,
-    });
+        plan: plan.clone(),
+    })
 }

@@ -380,8 +380,17 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
                     s.pending = None;
                 }
                 apply_approval(s, &subject, verdict);
-                if verdict == ApprovalDecision::Approved {
-                    super::plan_approval::record(s, &subject, author.as_deref(), ts);
+                if verdict == ApprovalDecision::Approved
+                    && let Some(plan) = &s.plan
+                    && let Some(approved) = super::plan_approval::approval_of(
+                        plan,
+                        s.plan_version,
+                        &subject,
+                        author.as_deref(),
+                        ts,
+                    )
+                {
+                    s.approved_plan = Some(approved);
                 }
                 // An approved alternative (seed 003) carries the entries that make it current.
                 if verdict == ApprovalDecision::Approved
