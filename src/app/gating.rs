@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn commands_without_a_plan_say_so_except_replan() {
         let empty = SessionState::default();
-        match no_plan(&Request::Command(Command::Approve), &empty) {
+        match no_plan(&Request::Command(Command::Approve { hash: None }), &empty) {
             Verdict::Reply { body, .. } => {
                 assert!(body.contains("no plan yet for this thread"), "{body}")
             }

@@ -53,7 +53,10 @@ pub fn decide(
                 reason: reason.as_deref().map(sanitize_untrusted),
                 author,
             },
-            Command::Approve => EngineInput::Approve { author },
+            Command::Approve { hash } => EngineInput::Approve {
+                author,
+                hash: hash.clone(),
+            },
             Command::Reject { reason } => EngineInput::Reject {
                 reason: reason.as_deref().map(sanitize_untrusted),
                 author,

@@ -49,8 +49,8 @@ pub use llm::{BudgetConfig, LlmConfig, MaxOutputTokens, Price, ProviderKind, Str
 pub use load::{LoadOptions, LoadedConfig, load, load_local};
 pub use overrides::{ACTION_INPUTS, Override};
 pub use planning::{
-    DecisionMode, DecompositionLevel, PlanningConfig, PlanningHistoryConfig, PlanningMode,
-    ReflectionConfig, RevisionConfig, Strategy,
+    ApprovalMode, DecisionMode, DecompositionLevel, PlanningConfig, PlanningHistoryConfig,
+    PlanningMode, ReflectionConfig, RevisionConfig, Strategy,
 };
 pub use publish::PublishConfig;
 pub use reference::reference_markdown;

@@ -23,6 +23,9 @@ pub struct PlanningConfig {
     pub revision: RevisionConfig,
     pub history: PlanningHistoryConfig,
     pub replanning: ReplanningConfig,
+    /// Issue 39: whether a person approves the plan (`plan`), only a plan whose scope grew
+    /// (`scope`), or nothing (`never`) before subtasks run.
+    pub approval: ApprovalMode,
 }
 
 impl Default for PlanningConfig {
@@ -38,6 +41,7 @@ impl Default for PlanningConfig {
             revision: RevisionConfig::default(),
             history: PlanningHistoryConfig::default(),
             replanning: ReplanningConfig::default(),
+            approval: ApprovalMode::default(),
         }
     }
 }
@@ -125,4 +129,17 @@ impl Default for PlanningHistoryConfig {
             storage_type: "jsonl".to_owned(),
         }
     }
+}
+
+/// `planning.approval` (issue 39): when execution waits for a person's `/approve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Plan and execute in one go (the behaviour before issue 39).
+    #[default]
+    Never,
+    /// Every plan, and every replan that changes it, waits for `/approve`.
+    Plan,
+    /// The first plan runs at once; a replan that widens the approved scope waits.
+    Scope,
 }

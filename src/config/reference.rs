@@ -62,5 +62,12 @@ pub fn reference_markdown() -> String {
     for (key, why) in super::retired::RETIRED {
         out.push_str(&format!("- `{key}`: {why}\n"));
     }
+    out.push_str(
+        "\n`planning.approval`: `never` plans and executes in one go; `plan` stops after planning \
+         (status `waiting_for_approval`) until a writer's `/approve` (or `/approve <hash>`, the \
+         plan's 7-character hash the checklist shows) and asks again after a replan that changes \
+         the plan; `scope` starts at once and waits only for a replan that widens the approved \
+         scope (new subtask ids, paths, tools or commands, or more subtasks).\n",
+    );
     out
 }

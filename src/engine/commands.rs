@@ -4,6 +4,7 @@
 use super::EngineInput;
 use super::batch::Batch;
 use super::cx::{Cx, CycleError, StepEffects};
+use super::plan_commands::{self, pending_plan};
 use crate::history::entry::{
     ApprovalDecision, DecisionRecord, DecisionResult, EntryBody, RunStatus,
 };
@@ -24,36 +25,33 @@ pub async fn handle(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
             human_replan(batch, *target, reason.as_deref(), author);
             fx
         }
-        EngineInput::Approve { author } => match pending_approval(batch) {
-            Some(request_id) => {
-                batch.push(EntryBody::Approval {
-                    request_id: request_id.0,
-                    decision: Some(ApprovalDecision::Approved),
-                    author: Some(author.clone()),
-                    reason: None,
-                    subject: request_id.1,
-                });
-                fx
-            }
-            None => fx.notice(Notice::Info {
-                text: "Nothing is waiting for approval.".into(),
-            }),
+        EngineInput::Approve { author, hash } => match (pending_plan(batch), hash) {
+            (Some(plan), hash) => plan_commands::approve(batch, plan, author, hash.as_deref()),
+            (None, Some(given)) => plan_commands::hash_without_plan(given),
+            (None, None) => approve_other(batch, author, fx),
         },
-        EngineInput::Reject { reason, author } => match pending_approval(batch) {
-            Some(request_id) => {
-                batch.push(EntryBody::Approval {
-                    request_id: request_id.0,
-                    decision: Some(ApprovalDecision::Rejected),
-                    author: Some(author.clone()),
-                    reason: reason.clone(),
-                    subject: request_id.1,
-                });
-                fx
+        EngineInput::Reject { reason, author } => {
+            match (pending_plan(batch), pending_approval(batch)) {
+                (Some(plan), _) => {
+                    plan_commands::reject(batch, plan, author, reason.as_deref());
+                    human_replan(batch, None, reason.as_deref(), author);
+                    fx
+                }
+                (None, Some(request_id)) => {
+                    batch.push(EntryBody::Approval {
+                        request_id: request_id.0,
+                        decision: Some(ApprovalDecision::Rejected),
+                        author: Some(author.clone()),
+                        reason: reason.clone(),
+                        subject: request_id.1,
+                    });
+                    fx
+                }
+                (None, None) => fx.notice(Notice::Info {
+                    text: "Nothing is waiting for approval.".into(),
+                }),
             }
-            None => fx.notice(Notice::Info {
-                text: "Nothing is waiting for approval.".into(),
-            }),
-        },
+        }
         EngineInput::Stop { author } => StepEffects {
             notices: vec![Notice::Info {
                 text: format!("Stopped by @{author}. Comment `/resume` or `/replan` to go on."),
@@ -113,6 +111,25 @@ pub async fn handle(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
         }
         EngineInput::Sweep => sweep(cx, batch),
     })
+}
+
+/// `/approve` of a decision or an alternative (seed 000 §11.2, seed 003).
+fn approve_other(batch: &mut Batch, author: &str, fx: StepEffects) -> StepEffects {
+    match pending_approval(batch) {
+        Some(request_id) => {
+            batch.push(EntryBody::Approval {
+                request_id: request_id.0,
+                decision: Some(ApprovalDecision::Approved),
+                author: Some(author.to_owned()),
+                reason: None,
+                subject: request_id.1,
+            });
+            fx
+        }
+        None => fx.notice(Notice::Info {
+            text: "Nothing is waiting for approval.".into(),
+        }),
+    }
 }
 
 fn pending_approval(batch: &Batch) -> Option<(String, serde_json::Value)> {

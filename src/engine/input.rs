@@ -17,8 +17,11 @@ pub enum EngineInput {
         reason: Option<String>,
         author: String,
     },
+    /// `/approve [hash]`; a hash must name the plan waiting for approval.
     Approve {
         author: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hash: Option<String>,
     },
     Reject {
         reason: Option<String>,

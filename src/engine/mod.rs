@@ -18,6 +18,8 @@ pub mod journal;
 pub mod judge;
 pub mod parallel;
 pub mod phases;
+pub mod plan_commands;
+pub mod plan_gate;
 pub mod prompts;
 pub mod refine;
 pub mod replan;

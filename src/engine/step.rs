@@ -37,6 +37,8 @@ pub enum Step {
     Legacy,
     /// End the run with this status (waiting, blocked, done, human needed).
     Finish(RunStatus),
+    /// `planning.approval`: ask a person to approve the current plan before a subtask runs.
+    AwaitPlanApproval,
 }
 
 pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Step {
@@ -71,6 +73,9 @@ pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Ste
         };
     };
     if let Some(id) = next_runnable(plan, state) {
+        if super::plan_gate::approval_needed(state, cfg.planning.approval).is_some() {
+            return Step::AwaitPlanApproval;
+        }
         return Step::Execute(id);
     }
     let unfinished = plan

@@ -15,6 +15,7 @@ pub mod jsonl;
 pub mod local;
 pub mod object_id;
 pub mod outcome;
+pub mod plan_approval;
 pub mod prune;
 pub mod rebase;
 pub mod spool;

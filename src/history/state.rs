@@ -153,6 +153,8 @@ pub struct SessionState {
     /// key is here may already have happened and is looked up before it is made again.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub effect_keys: std::collections::BTreeSet<String>,
+    /// The plan a person approved last (issue 39, `planning.approval`).
+    pub approved_plan: Option<super::plan_approval::ApprovedPlan>,
 }
 
 impl SessionState {
@@ -362,6 +364,7 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             request_id,
             decision,
             subject,
+            author,
             ..
         } => match decision {
             None => {
@@ -377,6 +380,18 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
                     s.pending = None;
                 }
                 apply_approval(s, &subject, verdict);
+                if verdict == ApprovalDecision::Approved
+                    && let Some(plan) = &s.plan
+                    && let Some(approved) = super::plan_approval::approval_of(
+                        plan,
+                        s.plan_version,
+                        &subject,
+                        author.as_deref(),
+                        ts,
+                    )
+                {
+                    s.approved_plan = Some(approved);
+                }
                 // An approved alternative (seed 003) carries the entries that make it current.
                 if verdict == ApprovalDecision::Approved
                     && subject.get("kind").and_then(Value::as_str) == Some("alternative")

@@ -3,7 +3,9 @@
 pub(crate) mod confidence;
 pub(crate) mod file;
 pub mod graph;
+pub mod hash;
 pub(crate) mod model;
+pub mod scope;
 pub mod shape;
 pub(crate) mod validate;
 

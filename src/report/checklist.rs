@@ -6,7 +6,9 @@ use super::markers::CHECKLIST_MARKER;
 use super::mermaid;
 use crate::history::SessionState;
 use crate::history::entry::RunStatus;
+use crate::history::plan_approval::named_plan;
 use crate::history::state::{Pending, PlanSnapshot};
+use crate::plan::hash::short;
 use crate::plan::{Plan, TaskState};
 use chrono::{DateTime, Utc};
 use std::fmt::Write;
@@ -159,10 +161,27 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
         Some(Pending::Question { .. }) => {
             out.push_str("\n❓ *Waiting for your answer to the questions below.*\n")
         }
-        Some(Pending::Approval { .. }) => {
-            out.push_str("\n✋ *Waiting for `/approve` or `/reject`.*\n")
+        Some(Pending::Approval { subject, .. }) => match named_plan(subject) {
+            Some((version, hash)) => {
+                let short = short(hash);
+                let _ = writeln!(
+                    out,
+                    "\n✋ *Plan v{version} (`{short}`) waits for `/approve` (or `/approve {short}`) or `/reject [reason]`.*"
+                );
+            }
+            None => out.push_str("\n✋ *Waiting for `/approve` or `/reject`.*\n"),
+        },
+        None => {
+            if let Some(approved) = &state.approved_plan {
+                let _ = writeln!(
+                    out,
+                    "\n✅ *Plan v{} (`{}`) approved by @{}.*",
+                    approved.version,
+                    short(&approved.hash),
+                    approved.author
+                );
+            }
         }
-        None => {}
     }
     if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
         out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");

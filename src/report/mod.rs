@@ -32,6 +32,13 @@ pub enum Notice {
         summary: String,
         confidence: f64,
     },
+    /// `planning.approval`: the plan (this version, this hash) waits for `/approve`; the scope
+    /// diff when a replan widened the approved scope.
+    PlanApproval {
+        version: u32,
+        short_hash: String,
+        scope_diff: Option<String>,
+    },
     /// The system did not follow the model's decision.
     Override {
         phase: Phase,

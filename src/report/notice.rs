@@ -17,6 +17,7 @@ fn kind(notice: &Notice) -> &'static str {
         Notice::Decision { .. } => "decision",
         Notice::Clarification { .. } => "clarification",
         Notice::ApprovalRequest { .. } => "approval",
+        Notice::PlanApproval { .. } => "plan-approval",
         Notice::Override { .. } => "override",
         Notice::HumanNeeded { .. } => "human-needed",
         Notice::Failure { .. } => "failure",
@@ -93,6 +94,32 @@ pub fn render(notice: &Notice, at: DateTime<Utc>) -> String {
                 "The model's confidence is {:.0}%, too low to act on alone. Reply `/approve` to go ahead \
                  or `/reject [reason]` to keep the current plan.\n",
                 confidence * 100.0
+            );
+        }
+        Notice::PlanApproval {
+            version,
+            short_hash,
+            scope_diff,
+        } => {
+            out.push_str("## ✋ Plan Approval Needed\n\n");
+            match scope_diff {
+                Some(diff) => {
+                    let _ = writeln!(
+                        out,
+                        "Plan v{version} (`{short_hash}`) widens the approved scope:\n\n{diff}"
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "Plan v{version} (`{short_hash}`) is in the checklist; nothing runs until it is approved.\n"
+                    );
+                }
+            }
+            let _ = writeln!(
+                out,
+                "Reply `/approve` (or `/approve {short_hash}`) to run exactly this plan, or \
+                 `/reject [reason]` to have it planned again.\n"
             );
         }
         Notice::Override { phase, reason } => {

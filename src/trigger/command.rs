@@ -1,4 +1,4 @@
-//! Slash commands in comments: `/replan [goal|tasks|actions] [reason]`, `/approve`,
+//! Slash commands in comments: `/replan [goal|tasks|actions] [reason]`, `/approve [hash]`,
 //! `/reject [reason]`, `/stop`, `/resume`, `/status`, and `@handle` mentions.
 //!
 //! A command counts only at the start of a rendered paragraph line (see [`super::prose`]): never
@@ -36,7 +36,11 @@ pub enum Command {
         phase: Option<ReplanScope>,
         reason: Option<String>,
     },
-    Approve,
+    /// `/approve [hash]`: the hash, when given, must name the plan waiting for approval.
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hash: Option<String>,
+    },
     Reject {
         reason: Option<String>,
     },
@@ -51,7 +55,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Replan { .. } => "replan",
-            Command::Approve => "approve",
+            Command::Approve { .. } => "approve",
             Command::Reject { .. } => "reject",
             Command::Stop => "stop",
             Command::Resume => "resume",
@@ -94,7 +98,9 @@ fn parse_line(raw: &str, masked: &str) -> Option<Command> {
                 },
             }
         }
-        "approve" => Command::Approve,
+        "approve" => Command::Approve {
+            hash: plan_hash_word(args),
+        },
         "reject" => Command::Reject {
             reason: reason(args),
         },
@@ -103,6 +109,14 @@ fn parse_line(raw: &str, masked: &str) -> Option<Command> {
         "status" => Command::Status,
         _ => return None,
     })
+}
+
+/// The first word after `/approve` when it is hex (a plan hash, perhaps mistyped); other words
+/// (`/approve looks good`) are a plain `/approve`.
+fn plan_hash_word(args: &str) -> Option<String> {
+    let word = split_first_word(args).0.trim_matches('`');
+    (!word.is_empty() && word.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| word.to_ascii_lowercase())
 }
 
 fn split_first_word(text: &str) -> (&str, &str) {
@@ -205,7 +219,7 @@ mod tests {
         assert_eq!(
             parse_commands(body),
             [
-                Command::Approve,
+                Command::Approve { hash: None },
                 Command::Reject {
                     reason: Some("too risky".into())
                 },
@@ -218,6 +232,23 @@ mod tests {
     }
 
     #[test]
+    fn approve_takes_a_hex_word_as_the_plan_hash() {
+        let approve = |hash: Option<&str>| Command::Approve {
+            hash: hash.map(str::to_owned),
+        };
+        assert_eq!(
+            parse_commands("/approve 3F2a9c1"),
+            [approve(Some("3f2a9c1"))]
+        );
+        assert_eq!(
+            parse_commands("/approve `3f2a9c1`"),
+            [approve(Some("3f2a9c1"))]
+        );
+        assert_eq!(parse_commands("/approve looks good"), [approve(None)]);
+        assert_eq!(parse_commands("/approve"), [approve(None)]);
+    }
+
+    #[test]
     fn look_alikes_and_unknown_commands_are_ignored() {
         assert!(parse_commands("/approved\n/approve.\n/foo bar\n/ approve\napprove").is_empty());
     }
@@ -225,7 +256,10 @@ mod tests {
     #[test]
     fn commands_must_start_the_line() {
         assert!(parse_commands("please /approve").is_empty());
-        assert_eq!(parse_commands("   /approve"), [Command::Approve]);
+        assert_eq!(
+            parse_commands("   /approve"),
+            [Command::Approve { hash: None }]
+        );
     }
 
     #[test]

@@ -311,7 +311,10 @@ mod tests {
             is_bot: false,
         };
         trigger.resolve_comment(note.clone(), author.clone(), &StartRules::default());
-        assert_eq!(trigger.request, Request::Command(Command::Approve));
+        assert_eq!(
+            trigger.request,
+            Request::Command(Command::Approve { hash: None })
+        );
         assert_eq!(trigger.actor, author);
         assert_eq!(trigger.comment, Some(note));
     }

@@ -537,6 +537,25 @@ fn unknown_top_level_key_is_named_with_a_suggestion() {
 }
 
 #[test]
+fn an_unknown_planning_approval_names_the_key_and_the_three_values() {
+    let (err, text) = file_err("planning:\n  approval: always\n");
+    assert_eq!(err.key(), Some("planning.approval"), "{text}");
+    assert!(text.contains("use one of: never, plan, scope"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".github/replan.yml",
+        "planning:\n  approval: scope\n",
+    );
+    let loaded = load_local(&opts(dir.path())).unwrap();
+    assert_eq!(
+        loaded.config.planning.approval,
+        replan::config::ApprovalMode::Scope
+    );
+    assert!(explain_text(&loaded).contains("planning.approval = \"scope\""));
+}
+
+#[test]
 fn unknown_nested_key_is_named_with_its_full_path() {
     let (err, text) =
         file_err("planning:\n  replanning:\n    global:\n      max_total_replan: 3\n");

@@ -9,6 +9,7 @@ mod decisions;
 mod demo;
 mod execution;
 mod mermaid_graph;
+mod plan_approval;
 mod planning;
 mod refinement;
 mod report_snapshots;

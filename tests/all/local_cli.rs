@@ -715,3 +715,109 @@ mod real_model {
         eprintln!("{shown}");
     }
 }
+
+/// `planning.approval: plan` on the local forge (issue 39): the run stops after planning with the
+/// hash in the checklist, a stale `/approve <hash>` only replies, `/approve <hash>` runs the plan.
+#[test]
+fn plan_approval_on_a_local_thread_waits_for_approve_of_the_hash() {
+    let llm = LlmServer::start(scenario(""));
+    let (_origin, checkout) = checkout();
+    let state = TempDir::new().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut command = replan(Some((&llm, Wire::OpenAi)), &checkout, args);
+        command.env("REPLAN_PLANNING__APPROVAL", "plan");
+        command.output().unwrap()
+    };
+    let executed = || {
+        llm.requests()
+            .iter()
+            .any(|r| r.texts().iter().any(|t| t.contains("Execute subtask")))
+    };
+    let start = run(&[
+        "run",
+        "--issue",
+        "7",
+        "--title",
+        "Add a hello file",
+        "--body",
+        "Please.",
+        "--local-dir",
+        dir,
+    ]);
+    assert_eq!(start.status.code(), Some(0), "{}", text(&start.stderr));
+    assert!(!executed(), "nothing ran before the approval");
+    let hash = history(state.path(), 7)
+        .iter()
+        .find_map(|e| match &e.body {
+            EntryBody::Approval {
+                decision: None,
+                subject,
+                ..
+            } if subject["kind"] == "plan" => {
+                Some(subject["hash"].as_str().unwrap()[..7].to_owned())
+            }
+            _ => None,
+        })
+        .expect("a plan approval request");
+    let show = || {
+        let out = replan(None, &checkout, &["thread", "show", "7", "--dir", dir])
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    };
+    assert!(
+        show().contains(&format!("Plan v1 (`{hash}`) waits for `/approve`")),
+        "{}",
+        show()
+    );
+
+    let stale = run(&[
+        "run",
+        "--issue",
+        "7",
+        "--comment",
+        "/approve 0000000",
+        "--local-dir",
+        dir,
+    ]);
+    assert_eq!(stale.status.code(), Some(0), "{}", text(&stale.stderr));
+    assert!(!executed());
+    let shown = show();
+    assert_eq!(
+        shown.matches("does not name the plan waiting").count(),
+        1,
+        "{shown}"
+    );
+
+    let approve = format!("/approve {hash}");
+    let approved = run(&[
+        "run",
+        "--issue",
+        "7",
+        "--comment",
+        &approve,
+        "--local-dir",
+        dir,
+    ]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert!(executed(), "the approved plan ran");
+    let entries = history(state.path(), 7);
+    assert!(entries.iter().any(|e| matches!(
+        &e.body,
+        EntryBody::RunFinished {
+            status: replan::history::entry::RunStatus::Completed,
+            ..
+        }
+    )));
+    assert!(entries.iter().any(|e| matches!(
+        &e.body,
+        EntryBody::Approval { decision: Some(replan::history::entry::ApprovalDecision::Approved), subject, .. }
+            if subject["hash"].as_str().unwrap().starts_with(&hash)
+    )));
+}

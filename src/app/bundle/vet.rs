@@ -7,7 +7,10 @@ use super::{MANIFEST, Manifest, PLACEHOLDER_PREFIX, Write};
 use crate::config::PublishConfig;
 use crate::forge::Forge;
 use crate::history::entry::{ApprovalDecision, EntryBody};
+use crate::history::plan_approval::named_plan;
+use crate::history::state::Pending;
 use crate::history::{Entry, HistoryBackend, jsonl};
+use crate::plan::hash::{names as plan_hash_names, short as short_hash};
 use crate::tools::forge_tools::branch_prefix;
 use crate::tools::git::git;
 use crate::trigger::{Command, MARKER_PREFIX, Request, ThreadRef};
@@ -174,6 +177,9 @@ pub async fn vet(
             Write::History { thread, entries } => {
                 checklist_entries(*thread, entries, writes, sources)
                     .await
+                    .map_err(|rule| Refusal::write(i, write, rule))?;
+                decisions_answer_the_stored_request(*thread, entries, trusted, sources)
+                    .await
                     .map_err(|rule| Refusal::write(i, write, rule))?
             }
             _ => {}
@@ -217,6 +223,79 @@ async fn checklist_entries(
         if recorded.as_ref().and_then(Option::as_deref) != Some(id) {
             return Err(format!(
                 "a `checklist` history entry names comment {id}, which is neither the checklist this bundle posts nor the one the history names"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A person's decision (`approval` with a verdict) may only answer the approval request the
+/// stored history waits on, with that request's id and subject exactly: a bundle cannot approve
+/// a plan (or decision) it wrote itself, one nobody asked about, or another version than the one
+/// the person read. `/approve <hash>` must name the plan that waits.
+async fn decisions_answer_the_stored_request(
+    thread: ThreadRef,
+    entries: &[Entry],
+    trusted: &Trusted,
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    let decisions: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.body,
+                EntryBody::Approval {
+                    decision: Some(_),
+                    ..
+                }
+            )
+        })
+        .collect();
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    let pending = crate::history::store::load(sources.history, &thread)
+        .await
+        .map_err(|e| format!("cannot read the history of {thread}: {e}"))?
+        .state
+        .pending;
+    let waiting = match &pending {
+        Some(Pending::Approval {
+            request_id,
+            subject,
+            ..
+        }) => Some((request_id, subject)),
+        _ => None,
+    };
+    for entry in decisions {
+        let EntryBody::Approval {
+            request_id,
+            subject,
+            ..
+        } = &entry.body
+        else {
+            continue;
+        };
+        let answers = waiting
+            .is_some_and(|(id, waiting_subject)| id == request_id && waiting_subject == subject);
+        if !answers {
+            return Err(format!(
+                "history entry {} (`approval` of `{request_id}`) answers no approval request the stored history of {thread} waits on ({})",
+                entry.seq,
+                waiting.map_or_else(
+                    || "nothing waits".to_owned(),
+                    |(id, _)| format!("`{id}` waits")
+                )
+            ));
+        }
+        if let (Request::Command(Command::Approve { hash: Some(given) }), Some((_, hash))) =
+            (&trusted.request, named_plan(subject))
+            && !plan_hash_names(given, hash)
+        {
+            return Err(format!(
+                "history entry {} approves plan `{}`, which the triggering `/approve {given}` does not name",
+                entry.seq,
+                short_hash(hash)
             ));
         }
     }
@@ -342,7 +421,7 @@ fn decision_allowed(entry: &Entry, trusted: &Trusted) -> Result<(), String> {
             author.as_deref().unwrap_or_default(),
             match decision {
                 ApprovalDecision::Approved => {
-                    matches!(trusted.request, Request::Command(Command::Approve))
+                    matches!(trusted.request, Request::Command(Command::Approve { .. }))
                 }
                 ApprovalDecision::Rejected => {
                     matches!(trusted.request, Request::Command(Command::Reject { .. }))

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod execute;
 pub mod judge;
 pub mod legacy;
+pub mod plan_approval;
 pub mod plan_fallback;
 pub mod planning;
 pub mod refined_draft;
@@ -32,6 +33,7 @@ pub async fn perform(
         Step::FinalReview => reflect::final_review(cx, batch).await,
         Step::Complete => complete::complete(cx, batch).await,
         Step::Legacy => legacy::run(cx, batch).await,
+        Step::AwaitPlanApproval => Ok(plan_approval::request(cx, batch)),
         Step::Finish(status) => Ok(StepEffects {
             notices: vec![],
             end: Some(*status),

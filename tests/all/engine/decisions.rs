@@ -248,6 +248,7 @@ async fn a_low_confidence_replan_waits_for_approve_and_then_runs() {
             FirstMatch::new(&scenario),
             replan::engine::EngineInput::Approve {
                 author: "bob".into(),
+                hash: None,
             },
         )
         .await;

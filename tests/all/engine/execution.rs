@@ -346,6 +346,7 @@ async fn a_low_scoring_alternative_waits_for_approval() {
             FirstMatch::with_steps(steps()),
             replan::engine::EngineInput::Approve {
                 author: "bob".into(),
+                hash: None,
             },
         )
         .await;

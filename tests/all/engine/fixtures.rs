@@ -355,7 +355,7 @@ pub fn request_for(input: &EngineInput) -> RunRequest {
         EngineInput::Replan { reason, author, .. } => {
             ("command:/replan", author.clone(), None, reason.clone())
         }
-        EngineInput::Approve { author } => ("command:/approve", author.clone(), None, None),
+        EngineInput::Approve { author, .. } => ("command:/approve", author.clone(), None, None),
         EngineInput::Reject { reason, author } => {
             ("command:/reject", author.clone(), None, reason.clone())
         }

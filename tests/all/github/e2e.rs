@@ -955,6 +955,8 @@ mod fanout;
 mod fanout_split;
 mod git_attack;
 mod instructions;
+mod plan_approval;
+mod plan_approval_forgery;
 mod split;
 mod split_hostile;
 mod work_push;
