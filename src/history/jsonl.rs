@@ -460,6 +460,7 @@ mod tests {
             ts: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
             run_id: "run-1".into(),
             body: EntryBody::Usage {
+                model: None,
                 usage: UsageTotals {
                     calls: 1,
                     ..Default::default()
