@@ -42,8 +42,31 @@ pub fn handle(
     let notices = vec![Notice::Info { text }];
     // With a plan, the run goes on where the thread stopped (the cycle checks the new cap
     // before it calls the model); without one there is nothing to continue yet.
-    let end = (!batch.state.has_plan()).then(|| last_status(&batch.state));
+    let nothing_to_continue = !batch.state.has_plan() && batch.state.planning.is_none();
+    let end = nothing_to_continue.then(|| last_status(&batch.state));
     StepEffects { notices, end }
+}
+
+/// The thread's caps for a run on `input`: a `/budget $N` run's own calls already count
+/// against the cap it sets (its entry is appended when the run starts).
+pub fn cap_for_run(
+    state: &SessionState,
+    input: &super::EngineInput,
+    budget: &crate::config::BudgetConfig,
+) -> ThreadCap {
+    let mut cap = ThreadCap::of(state, budget);
+    if let super::EngineInput::Budget {
+        amount: Some(amount),
+        ..
+    } = input
+    {
+        match amount {
+            BudgetAmount::Cents(cents) => cap.usd = Some(*cents as f64 / 100.0),
+            BudgetAmount::Tokens(tokens) => cap.tokens = Some(*tokens),
+            BudgetAmount::Unreadable(_) => {}
+        }
+    }
+    cap
 }
 
 fn last_status(state: &SessionState) -> RunStatus {

@@ -211,7 +211,7 @@ pub(super) async fn cycle_on_thread(
     let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
     let llm = llm.with_thread_cap(
-        crate::history::ledger::ThreadCap::of(&loaded.state, &ctx.config.llm.budget),
+        crate::engine::budget_command::cap_for_run(&loaded.state, &input, &ctx.config.llm.budget),
         loaded.state.usage,
         ctx.stage
             .as_ref()
