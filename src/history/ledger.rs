@@ -197,6 +197,27 @@ mod tests {
         );
     }
 
+    /// An approved alternative applies the entries its request carries; a request is not a
+    /// person's decision (a bundle may carry one), so a `budget` entry inside it is never applied.
+    #[test]
+    fn a_budget_inside_an_approved_alternative_is_not_applied() {
+        let lines = [
+            r#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05Z","run_id":"r","type":"budget","author":"alice","usd":5.0}"#,
+            r#"{"v":1,"seq":2,"ts":"2026-01-02T03:04:05Z","run_id":"r","type":"approval","request_id":"alt-1","subject":{"kind":"alternative","entries":[{"type":"budget","author":"alice","usd":1000000.0},{"type":"usage","usage":{"calls":1,"prompt_tokens":0,"completion_tokens":0,"cost_usd":-50.0}}]}}"#,
+        ];
+        // `/approve` copies the request's subject into the decision (engine/commands.rs).
+        let approved = lines[1].replace(r#""seq":2"#, r#""seq":3"#).replace(
+            r#""type":"approval","#,
+            r#""type":"approval","decision":"approved","author":"alice","#,
+        );
+        let lines = [lines[0], lines[1], &approved];
+        let parsed = super::super::jsonl::parse(&(lines.join("\n") + "\n"));
+        assert!(parsed.corrupt.is_empty(), "{:?}", parsed.corrupt);
+        let state = super::super::replay(&parsed.entries);
+        assert_eq!(state.budget.usd, Some(5.0));
+        assert!(state.usage.cost_usd >= 0.0, "spend never shrinks");
+    }
+
     #[test]
     fn the_allowance_splits_what_is_left_over_a_wave() {
         let cap = ThreadCap {
