@@ -796,6 +796,64 @@ mod tests {
         assert_eq!(llm.usage().calls, 3);
     }
 
+    /// The thread's cap counts the spend of earlier runs (from the history) and, while calls
+    /// are in flight, their reservations: the run passes the cap by at most what its calls in
+    /// flight reserved, and a wave's job only by its share.
+    #[tokio::test]
+    async fn the_threads_cap_counts_earlier_runs_and_the_calls_in_flight() {
+        let (answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..3).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let before = UsageTotals {
+            calls: 4,
+            prompt_tokens: 500,
+            ..UsageTotals::default()
+        };
+        let cap = ThreadCap {
+            usd: None,
+            tokens: Some(2500),
+        };
+        let llm = std::sync::Arc::new(
+            Budgeted::new(
+                Box::new(Gated {
+                    replies: Mutex::new(replies),
+                }),
+                &LlmConfig::default(),
+            )
+            .with_thread_cap(cap, before, 1),
+        );
+        let _first = start(&llm, 1).await;
+        let _second = start(&llm, 2).await;
+        // 500 earlier + 2000 reserved + 1000 > 2500.
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w)
+                if w.contains("thread's budget (2500 tokens") && w.contains("would be passed")),
+            "{err}"
+        );
+        drop(answers);
+
+        // Half of the 2000 left for a job of a wave of two: one call, then refused.
+        let (mut answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..2).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let llm = std::sync::Arc::new(
+            Budgeted::new(
+                Box::new(Gated {
+                    replies: Mutex::new(replies),
+                }),
+                &LlmConfig::default(),
+            )
+            .with_thread_cap(cap, before, 2),
+        );
+        let first = start(&llm, 1).await;
+        answers.remove(0).send(reply(1000, 0)).unwrap();
+        first.await.unwrap().unwrap();
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w) if w.contains("is reached") && w.contains("1/2")),
+            "{err}"
+        );
+    }
+
     #[tokio::test]
     async fn a_cost_limit_reserves_the_worst_case_at_the_configured_models_price() {
         let (_answers, replies): (Vec<Answer>, Vec<_>) =
