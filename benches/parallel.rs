@@ -1,6 +1,9 @@
 //! `execution.max_parallel` in one run (issue 19): a scripted 4- and 16-subtask plan of
 //! independent `sleep 1` commands in a real git workspace, run sequentially (`max_parallel` 1)
-//! and with 2, 4 and 8 at a time; wall times and the speed-up over sequential.
+//! and with 2, 4 and 8 at a time; wall times and the speed-up over sequential. Then the issue 39
+//! case: 4 subtasks under `llm.budget.max_cost_usd` (the budget wrapper around the model, every
+//! reply taking 300 ms), sequential and 4 at a time: budgeted calls reserve instead of taking
+//! turns, so the parallel run stays under half the sequential time (asserted).
 //!
 //! `cargo bench --bench parallel`; `REPLAN_BENCH_JSON=FILE` also writes the numbers as JSON.
 
@@ -19,6 +22,7 @@ use replan::engine::prompts::Prompts;
 use replan::engine::{CycleDeps, EngineInput, run_cycle};
 use replan::history::SessionState;
 use replan::history::entry::{RunRequest, RunStatus};
+use replan::llm::{Budgeted, ChatRequest, ChatResponse, Llm, LlmError};
 use replan::tools::registry_builder::{ToolContext, build_registry};
 use replan::tools::workspace::Workspace;
 use serde_json::{Map, Value, json};
@@ -84,21 +88,73 @@ fn git(dir: &std::path::Path, args: &[&str]) {
     assert!(status.success(), "git {args:?}");
 }
 
+/// A model whose every reply takes `delay`, as a real one's generation does.
+struct Slow {
+    inner: FirstMatchLlm,
+    delay: std::time::Duration,
+}
+
+#[async_trait::async_trait]
+impl Llm for Slow {
+    fn describe(&self) -> String {
+        "slow scripted".into()
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.chat(request).await
+    }
+}
+
+/// The model of a run: the scripted replies, or (`budgeted`) the same replies taking 300 ms
+/// each inside the budget wrapper with a cost limit no run reaches.
+fn model(subtasks: usize, budgeted: bool, config: &mut Config) -> Arc<dyn Llm> {
+    let replies = FirstMatchLlm::new(&scenario(subtasks)).expect("scenario");
+    if !budgeted {
+        return Arc::new(replies);
+    }
+    config.llm.model = Some("scripted".into());
+    config.llm.budget.max_cost_usd = Some(100.0);
+    config.llm.prices.insert(
+        "scripted".into(),
+        replan::config::Price {
+            input_per_mtok: 2.5,
+            output_per_mtok: 10.0,
+        },
+    );
+    let slow = Slow {
+        inner: replies,
+        delay: std::time::Duration::from_millis(300),
+    };
+    Arc::new(Budgeted::new(Box::new(slow), &config.llm))
+}
+
 /// Seconds one whole cycle over `subtasks` sleeps takes with `max_parallel`.
 async fn one_run(subtasks: usize, max_parallel: u32) -> f64 {
+    run_with(subtasks, max_parallel, false).await
+}
+
+async fn run_with(subtasks: usize, max_parallel: u32, budgeted: bool) -> f64 {
     let dir = tempfile::TempDir::new().expect("temp dir");
     let root = dir.path();
     git(root, &["init", "-q"]);
     std::fs::write(root.join("README.md"), "# bench\n").expect("README");
     git(root, &["add", "-A"]);
     git(root, &["commit", "-q", "-m", "init"]);
+    // Subtasks run side by side only in a checkout Replan adopted (its private git directory
+    // holds their worktrees), as `replan run` adopts the workspace before the cycle.
+    let private = tempfile::TempDir::new().expect("private dir");
+    let private_path = private.path().to_string_lossy().into_owned();
+    let env = |name: &str| (name == "REPLAN_PRIVATE_DIR").then(|| private_path.clone());
+    let _adopted = replan::git::adopt(root, &env, &[]).expect("adopt the workspace");
     let mut config = Config::default();
     config.execution.max_parallel = max_parallel;
     config.tools.allowed_commands = vec!["sleep 1".into()];
     let workspace = Workspace::new(root).expect("workspace");
     let tools = build_registry(ToolContext::new(workspace.clone(), config.tools.clone())).await;
+    let llm = model(subtasks, budgeted, &mut config);
     let deps = CycleDeps {
-        llm: Arc::new(FirstMatchLlm::new(&scenario(subtasks)).expect("scenario")),
+        llm,
         tools: tools.registry,
         reporter: Arc::new(Quiet),
         store: Arc::new(MemorySink::default()),
@@ -159,6 +215,25 @@ fn main() {
             );
         }
     }
+    // Issue 39: the same 4 subtasks under a cost limit, the model's replies taking 300 ms.
+    let sequential = runtime.block_on(run_with(4, 1, true));
+    let parallel = runtime.block_on(run_with(4, 4, true));
+    let share = parallel / sequential;
+    println!(
+        "\nbudgeted (llm.budget.max_cost_usd, 300 ms replies), 4 subtasks: sequential {sequential:.2} s, max_parallel 4 {parallel:.2} s ({share:.2}× sequential)"
+    );
+    json.insert(
+        "parallel4_budgeted_max1_s".into(),
+        json!((sequential * 100.0).round() / 100.0),
+    );
+    json.insert(
+        "parallel4_budgeted_max4_s".into(),
+        json!((parallel * 100.0).round() / 100.0),
+    );
+    assert!(
+        share < 0.5,
+        "under a budget 4 parallel subtasks took {share:.2}× the sequential time: budgeted calls are taking turns"
+    );
     let text = Value::Object(json).to_string();
     eprintln!("bench JSON: {text}");
     if let Some(path) = std::env::var_os("REPLAN_BENCH_JSON") {

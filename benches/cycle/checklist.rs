@@ -79,6 +79,7 @@ pub fn measure(n: usize, revisions: usize, iterations: usize) -> RenderRow {
     let ctx = ChecklistContext {
         run_url: Some("https://github.com/octo/widgets/actions/runs/1".into()),
         model: Some("openai/gpt-4o".into()),
+        per_thread: Default::default(),
     };
     let body = render(&state, &ctx);
     let mut micros = Samples::default();

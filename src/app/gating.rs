@@ -149,7 +149,9 @@ pub async fn is_closed(
 pub fn closed_thread(request: &Request, thread: &ThreadRef) -> Verdict {
     let noun = thread.kind.noun();
     match request {
-        Request::Command(Command::Status | Command::Stop) => Verdict::Go,
+        Request::Command(Command::Status | Command::Stop | Command::Budget { amount: None }) => {
+            Verdict::Go
+        }
         Request::Command(command) => Verdict::reply(
             format!("{thread} is closed; /{} is not acted on", command.name()),
             "closed",
@@ -171,7 +173,11 @@ pub fn no_plan(request: &Request, state: &SessionState) -> Verdict {
         return Verdict::Go;
     };
     // A draft waiting for `/approve` or an answer is something to act on, without a plan yet.
-    if state.has_plan() || state.pending.is_some() || matches!(command, Command::Replan { .. }) {
+    // A budget may be set before the first plan, and shown at any time.
+    if state.has_plan()
+        || state.pending.is_some()
+        || matches!(command, Command::Replan { .. } | Command::Budget { .. })
+    {
         return Verdict::Go;
     }
     Verdict::reply(

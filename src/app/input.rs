@@ -64,6 +64,10 @@ pub fn decide(
             Command::Stop => EngineInput::Stop { author },
             Command::Resume => EngineInput::Resume { author },
             Command::Status => EngineInput::Status { author },
+            Command::Budget { amount } => EngineInput::Budget {
+                amount: amount.clone(),
+                author,
+            },
         }),
         Request::Answer { text } | Request::Mention { text } if question_pending => {
             Decided::Run(EngineInput::Answer {

@@ -170,6 +170,10 @@ pub struct BudgetConfig {
     pub max_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
     pub max_wall_seconds: Option<u64>,
+    /// Cap on the sum over every run of one thread (`/budget $N` sets it per thread).
+    pub per_thread_usd: Option<f64>,
+    /// Cap on the tokens of every run of one thread (`/budget N tokens` sets it per thread).
+    pub per_thread_tokens: Option<u64>,
 }
 
 /// USD per million tokens.

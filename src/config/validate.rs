@@ -232,6 +232,18 @@ fn problems(c: &Config) -> Vec<Problem> {
     if let Some(cost) = l.budget.max_cost_usd {
         k.non_negative("llm.budget.max_cost_usd", cost);
     }
+    if let Some(cost) = l.budget.per_thread_usd {
+        k.non_negative("llm.budget.per_thread_usd", cost);
+        if l.prices.is_empty() {
+            // Without a price every call is counted at $0 and the cap would never be reached.
+            k.fail_pair(
+                "llm.budget.per_thread_usd",
+                "llm.prices",
+                "a dollar cap needs the model's price, and llm.prices is empty".to_owned(),
+                "add llm.prices.<model>.input_per_mtok and output_per_mtok, or cap tokens with llm.budget.per_thread_tokens",
+            );
+        }
+    }
     for (model, price) in &l.prices {
         k.non_negative(
             &format!("llm.prices.{model}.input_per_mtok"),

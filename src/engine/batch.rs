@@ -56,7 +56,16 @@ impl Batch {
         if usage.calls == 0 {
             return;
         }
-        self.push(EntryBody::Usage { usage });
+        self.push(EntryBody::Usage { usage, model: None });
+    }
+
+    /// The usage of a reply of `model`, recorded with the model that answered.
+    pub fn usage_of(&mut self, model: &str, usage: UsageTotals) {
+        if usage.calls == 0 {
+            return;
+        }
+        let model = (!model.is_empty()).then(|| model.to_string());
+        self.push(EntryBody::Usage { usage, model });
     }
 
     pub fn is_empty(&self) -> bool {

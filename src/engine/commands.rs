@@ -110,6 +110,9 @@ pub async fn handle(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
             fx
         }
         EngineInput::Sweep => sweep(cx, batch),
+        EngineInput::Budget { amount, author } => {
+            super::budget_command::handle(cx, batch, amount.as_ref(), author)
+        }
     })
 }
 

@@ -134,7 +134,7 @@ impl Cx<'_> {
             ..StructuredOptions::default()
         };
         let reply = ask_json::<T>(self.deps.llm.as_ref(), request, &opts).await?;
-        batch.usage(reply.totals());
+        batch.usage_of(&reply.model, reply.totals());
         Ok(reply.value)
     }
 }

@@ -95,6 +95,9 @@ async fn drive(
             return Ok(end);
         }
     }
+    if let Some(end) = thread_budget_spent(cx, state).await {
+        return Ok(end);
+    }
     // Made when subtasks first can run side by side (a chain never needs them: two `git`
     // processes saved per run).
     let checkouts = std::sync::OnceLock::new();
@@ -153,6 +156,21 @@ async fn drive(
     Err(CycleError::Fatal(format!(
         "the cycle took more than {MAX_STEPS_PER_RUN} steps; stopping"
     )))
+}
+
+/// A run of a thread whose ledger has reached its cap does not call the model: it says so on
+/// the thread and ends `budget_exhausted` (the checklist shows the blocked line).
+async fn thread_budget_spent(cx: &Cx<'_>, state: &SessionState) -> Option<RunStatus> {
+    let cap = crate::history::ledger::ThreadCap::of(state, &cx.deps.config.llm.budget);
+    let reached = cap.reached(&state.usage)?;
+    tracing::warn!(spent = %reached.words(), "the thread's budget is spent; not calling the model");
+    let text = format!(
+        "This thread's budget is spent ({}), so this run did not call the model. Comment {} with a higher cap to continue.",
+        reached.words(),
+        reached.command()
+    );
+    cx.deps.reporter.notice(state, &Notice::Info { text }).await;
+    Some(RunStatus::BudgetExhausted)
 }
 
 /// Attempts the metered LLM made that no step recorded (calls that ended in an error, a step

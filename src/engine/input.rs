@@ -44,4 +44,9 @@ pub enum EngineInput {
     },
     /// The scheduled sweep: continue on the stated assumptions when a question timed out.
     Sweep,
+    /// `/budget [$N | N tokens]`: show the thread's spend, or set its cap and go on.
+    Budget {
+        amount: Option<crate::trigger::BudgetAmount>,
+        author: String,
+    },
 }

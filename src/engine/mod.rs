@@ -5,6 +5,7 @@
 
 pub mod append;
 pub mod batch;
+pub mod budget_command;
 pub mod commands;
 pub mod context;
 pub mod cx;

@@ -170,6 +170,10 @@ pub struct UsageTotals {
     pub wasted_calls: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub wasted_ms: u64,
+    /// Calls of a model `llm.prices` has no price for: their cost is unknown, not $0, and the
+    /// checklist says so. Counted in `calls` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_calls: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -189,6 +193,7 @@ impl UsageTotals {
         self.wall_ms = self.wall_ms.saturating_add(other.wall_ms);
         self.wasted_calls = self.wasted_calls.saturating_add(other.wasted_calls);
         self.wasted_ms = self.wasted_ms.saturating_add(other.wasted_ms);
+        self.unpriced_calls = self.unpriced_calls.saturating_add(other.unpriced_calls);
     }
 
     /// What `self` has beyond `earlier` (never negative).
@@ -204,6 +209,7 @@ impl UsageTotals {
             wall_ms: self.wall_ms.saturating_sub(earlier.wall_ms),
             wasted_calls: self.wasted_calls.saturating_sub(earlier.wasted_calls),
             wasted_ms: self.wasted_ms.saturating_sub(earlier.wasted_ms),
+            unpriced_calls: self.unpriced_calls.saturating_sub(earlier.unpriced_calls),
         }
     }
 }
@@ -355,6 +361,10 @@ pub enum EntryBody {
     },
     Usage {
         usage: UsageTotals,
+        /// The model that answered, as the provider named it (absent in lines written before it
+        /// was recorded, and for attempts no reply came back from).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     Completion {
         completion: Box<Completion>,
@@ -370,6 +380,15 @@ pub enum EntryBody {
         /// written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_output: Option<String>,
+    },
+    /// `/budget $N` or `/budget N tokens`: the thread's cap over all its runs, set by a person
+    /// in a gated forge comment (never from model output or a bundle; `app/bundle/vet.rs`).
+    Budget {
+        author: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
     },
 }
 }
@@ -397,6 +416,7 @@ impl EntryBody {
             EntryBody::Usage { .. } => "usage",
             EntryBody::Completion { .. } => "completion",
             EntryBody::RunFinished { .. } => "run_finished",
+            EntryBody::Budget { .. } => "budget",
         }
     }
 }

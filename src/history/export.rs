@@ -470,12 +470,32 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                 );
             }
             EntryBody::Checklist { .. } | EntryBody::Effect { .. } => {}
-            EntryBody::Usage { usage } => {
+            EntryBody::Usage { usage, model } => {
+                let by = model
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "- LLM usage: {} calls, {} + {} tokens, ${:.4}\n",
-                    usage.calls, usage.prompt_tokens, usage.completion_tokens, usage.cost_usd
+                    "- LLM usage{by}: {} calls, {} + {} tokens, ${:.4}{}\n",
+                    usage.calls,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.cost_usd,
+                    if usage.unpriced_calls > 0 {
+                        " (unpriced model: cost unknown)"
+                    } else {
+                        ""
+                    }
                 );
+            }
+            EntryBody::Budget {
+                author,
+                usd,
+                tokens,
+            } => {
+                let cap = super::ledger::cap_words(*usd, *tokens);
+                let _ = writeln!(out, "- Budget set by @{author}: {cap}\n");
             }
             EntryBody::Completion { completion } => {
                 let s = &completion.summary;

@@ -330,6 +330,7 @@ const KNOWN_TYPES: &[&str] = &[
     "usage",
     "completion",
     "run_finished",
+    "budget",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {
@@ -460,6 +461,7 @@ mod tests {
             ts: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
             run_id: "run-1".into(),
             body: EntryBody::Usage {
+                model: None,
                 usage: UsageTotals {
                     calls: 1,
                     ..Default::default()

@@ -12,6 +12,7 @@ pub mod export;
 pub mod fold;
 pub mod git_branch;
 pub mod jsonl;
+pub mod ledger;
 pub mod local;
 pub mod object_id;
 pub mod outcome;

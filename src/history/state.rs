@@ -155,6 +155,15 @@ pub struct SessionState {
     pub effect_keys: std::collections::BTreeSet<String>,
     /// The plan a person approved last (issue 39, `planning.approval`).
     pub approved_plan: Option<super::plan_approval::ApprovedPlan>,
+    /// The thread's caps set by `/budget` (the latest of each kind wins over the config).
+    pub budget: ThreadBudget,
+}
+
+/// `/budget $N` / `/budget N tokens` as recorded in the thread's history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ThreadBudget {
+    pub usd: Option<f64>,
+    pub tokens: Option<u64>,
 }
 
 impl SessionState {
@@ -401,7 +410,11 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
                         .cloned()
                         .and_then(|v| serde_json::from_value(v).ok())
                         .unwrap_or_default();
-                    for body in bodies {
+                    // A budget is a person's command, never part of what a plan carries.
+                    for body in bodies
+                        .into_iter()
+                        .filter(|b| !matches!(b, EntryBody::Budget { .. }))
+                    {
                         let inner = Entry {
                             v,
                             seq,
@@ -455,7 +468,22 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
         EntryBody::Effect { key, .. } => {
             s.effect_keys.insert(key);
         }
-        EntryBody::Usage { usage } => s.usage.add(&usage),
+        EntryBody::Usage { mut usage, .. } => {
+            // Spend only grows: a line that claims a negative or non-numeric cost adds nothing.
+            if !(usage.cost_usd.is_finite() && usage.cost_usd >= 0.0) {
+                usage.cost_usd = 0.0;
+            }
+            s.usage.add(&usage)
+        }
+        EntryBody::Budget { usd, tokens, .. } => {
+            // A cap that is not a number of dollars (NaN, negative) is no cap set.
+            if let Some(usd) = usd.filter(|v| v.is_finite() && *v >= 0.0) {
+                s.budget.usd = Some(usd);
+            }
+            if tokens.is_some() {
+                s.budget.tokens = tokens;
+            }
+        }
         EntryBody::Completion { completion } => s.completion = Some(*completion),
         EntryBody::RunFinished {
             status,

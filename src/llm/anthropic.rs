@@ -342,6 +342,7 @@ pub fn parse_message(
             .to_string(),
         cost_usd: 0.0,
         attempts: Default::default(),
+        unpriced: false,
     })
 }
 

@@ -26,6 +26,7 @@ use super::meter::{Attempts, metered};
 use super::types::{ChatRequest, ChatResponse, LlmError, TokenUsage};
 use crate::config::{BudgetConfig, LlmConfig, MaxOutputTokens, Price};
 use crate::history::entry::UsageTotals;
+use crate::history::ledger::{self, ThreadCap};
 
 pub struct Budgeted {
     inner: Box<dyn Llm>,
@@ -37,6 +38,42 @@ pub struct Budgeted {
     /// Spent and reserved under one lock, so a call's check and reservation are one step.
     ledger: Mutex<Ledger>,
     unpriced_models: Mutex<BTreeSet<String>>,
+    /// The thread's cap over all its runs, when one is set (see [`Budgeted::with_thread_cap`]).
+    thread: Option<ThreadLimit>,
+}
+
+/// The thread's ledger as this run sees it: what this run may spend of the thread's cap.
+#[derive(Debug, Clone, Copy)]
+struct ThreadLimit {
+    cap: ThreadCap,
+    spent_before: UsageTotals,
+    /// What is left of the cap for this run (its share, in a fan-out wave).
+    allowance: ThreadCap,
+    share: u32,
+}
+
+impl ThreadLimit {
+    fn words(&self, spent: &UsageTotals, which: &str) -> String {
+        let mut total = self.spent_before;
+        total.add(spent);
+        let shared = if self.share > 1 {
+            format!(
+                "; this job's share of what was left is 1/{} (its wave's subtask jobs run side by side)",
+                self.share
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "the thread's budget ({}, llm.budget.per_thread_* or `/budget`) {which}: {} over all its runs{shared}",
+            ledger::cap_words(self.cap.usd, self.cap.tokens),
+            ledger::ThreadCap {
+                usd: self.cap.usd.map(|_| total.cost_usd),
+                tokens: self.cap.tokens.map(|_| ledger::tokens(&total)),
+            }
+            .spent_words()
+        )
+    }
 }
 
 #[derive(Debug, Default)]
@@ -203,7 +240,29 @@ impl Budgeted {
             started: Instant::now(),
             ledger: Mutex::new(Ledger::default()),
             unpriced_models: Mutex::new(BTreeSet::new()),
+            thread: None,
         }
+    }
+
+    /// Caps this run's calls by the thread's cap: `spent_before` is what the thread's history
+    /// records for every earlier run; `share` runs that start together without seeing each
+    /// other's spend (a fan-out wave's subtask jobs) split what is left evenly, so together they
+    /// pass the cap by at most the calls each had in flight when it reached its share.
+    pub fn with_thread_cap(
+        mut self,
+        cap: ThreadCap,
+        spent_before: UsageTotals,
+        share: u32,
+    ) -> Self {
+        if cap.is_set() {
+            self.thread = Some(ThreadLimit {
+                cap,
+                spent_before,
+                allowance: cap.allowance(&spent_before, share),
+                share: share.max(1),
+            });
+        }
+        self
     }
 
     /// Totals of every HTTP attempt so far, failed and retried ones included.
@@ -236,6 +295,11 @@ impl Budgeted {
                 "llm.budget.max_cost_usd {max} reached (${:.4} spent)",
                 totals.cost_usd
             ));
+        }
+        if let Some(thread) = &self.thread
+            && thread.allowance.reached(totals).is_some()
+        {
+            return Some(thread.words(totals, "is reached"));
         }
         if let Some(max) = self.limits.max_wall_seconds
             && self.elapsed() >= Duration::from_secs(max)
@@ -297,6 +361,30 @@ impl Budgeted {
                     worst.cost_usd
                 ));
             }
+            if let Some(thread) = &self.thread {
+                let mut with_flight = ledger.spent;
+                with_flight.cost_usd += ledger.reserved.cost_usd + worst.cost_usd;
+                with_flight.prompt_tokens = with_flight
+                    .prompt_tokens
+                    .saturating_add(ledger.reserved.tokens + worst.tokens);
+                let over_usd = thread
+                    .allowance
+                    .usd
+                    .is_some_and(|cap| with_flight.cost_usd > cap);
+                let over_tokens = thread
+                    .allowance
+                    .tokens
+                    .is_some_and(|cap| ledger::tokens(&with_flight) > cap);
+                if over_usd || over_tokens {
+                    return Err(thread.words(
+                        &ledger.spent,
+                        &format!(
+                            "would be passed by this call and the {} in flight",
+                            ledger.reserved.calls
+                        ),
+                    ));
+                }
+            }
         }
         ledger.reserved.add(worst);
         Ok(Reservation {
@@ -319,7 +407,7 @@ impl Budgeted {
             if warned.insert(model.to_string()) {
                 tracing::warn!(
                     model,
-                    "no price for this model in llm.prices; its calls are counted as costing $0"
+                    "no price for this model in llm.prices; its calls' cost is unknown (recorded as unpriced, counted as $0)"
                 );
             }
         }
@@ -389,11 +477,13 @@ impl Llm for Budgeted {
                 return Err(error);
             }
         };
-        let cost = self
-            .price(&response.model)
-            .map(|p| cost_usd(&p, &response.usage))
+        let price = self.price(&response.model);
+        let cost = price
+            .as_ref()
+            .map(|p| cost_usd(p, &response.usage))
             .unwrap_or(0.0);
         response.cost_usd = cost;
+        response.unpriced = price.is_none();
         response.attempts = attempts;
         reservation.settle(&response.totals());
         tracing::debug!(
@@ -423,6 +513,9 @@ impl ChatResponse {
         let mut totals = usage_totals(&self.usage, self.cost_usd, 0);
         add_attempts(&mut totals, &self.attempts);
         totals.calls = totals.calls.max(1);
+        if self.unpriced {
+            totals.unpriced_calls = totals.calls;
+        }
         totals
     }
 }
@@ -599,6 +692,7 @@ mod tests {
             model: "gated".into(),
             cost_usd: 0.0,
             attempts: Attempts::default(),
+            unpriced: false,
         })
     }
 
@@ -700,6 +794,64 @@ mod tests {
         third.await.unwrap().unwrap();
         assert_eq!(in_flight(&llm), (0, 0));
         assert_eq!(llm.usage().calls, 3);
+    }
+
+    /// The thread's cap counts the spend of earlier runs (from the history) and, while calls
+    /// are in flight, their reservations: the run passes the cap by at most what its calls in
+    /// flight reserved, and a wave's job only by its share.
+    #[tokio::test]
+    async fn the_threads_cap_counts_earlier_runs_and_the_calls_in_flight() {
+        let (answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..3).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let before = UsageTotals {
+            calls: 4,
+            prompt_tokens: 500,
+            ..UsageTotals::default()
+        };
+        let cap = ThreadCap {
+            usd: None,
+            tokens: Some(2500),
+        };
+        let llm = std::sync::Arc::new(
+            Budgeted::new(
+                Box::new(Gated {
+                    replies: Mutex::new(replies),
+                }),
+                &LlmConfig::default(),
+            )
+            .with_thread_cap(cap, before, 1),
+        );
+        let _first = start(&llm, 1).await;
+        let _second = start(&llm, 2).await;
+        // 500 earlier + 2000 reserved + 1000 > 2500.
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w)
+                if w.contains("thread's budget (2500 tokens") && w.contains("would be passed")),
+            "{err}"
+        );
+        drop(answers);
+
+        // Half of the 2000 left for a job of a wave of two: one call, then refused.
+        let (mut answers, replies): (Vec<Answer>, Vec<_>) =
+            (0..2).map(|_| tokio::sync::oneshot::channel()).unzip();
+        let llm = std::sync::Arc::new(
+            Budgeted::new(
+                Box::new(Gated {
+                    replies: Mutex::new(replies),
+                }),
+                &LlmConfig::default(),
+            )
+            .with_thread_cap(cap, before, 2),
+        );
+        let first = start(&llm, 1).await;
+        answers.remove(0).send(reply(1000, 0)).unwrap();
+        first.await.unwrap().unwrap();
+        let err = llm.chat(&thousand()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::BudgetExhausted(w) if w.contains("is reached") && w.contains("1/2")),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -375,6 +375,7 @@ pub fn parse_chat_completion(body: &Value, fallback_model: &str) -> Result<ChatR
         model,
         cost_usd: 0.0,
         attempts: Default::default(),
+        unpriced: false,
     })
 }
 

@@ -146,6 +146,7 @@ impl Llm for ScriptedLlm {
             model: "scripted".into(),
             cost_usd: 0.0,
             attempts: Default::default(),
+            unpriced: false,
         })
     }
 }

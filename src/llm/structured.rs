@@ -80,6 +80,10 @@ pub struct StructuredReply<T> {
     /// Those attempts' wall time, and which of them were thrown away.
     pub attempts: Attempts,
     pub reasked: bool,
+    /// The model that gave the last reply (empty when none came back).
+    pub model: String,
+    /// A reply came from a model without a price in `llm.prices`.
+    pub unpriced: bool,
 }
 
 impl<T> StructuredReply<T> {
@@ -87,6 +91,9 @@ impl<T> StructuredReply<T> {
     pub fn totals(&self) -> crate::history::entry::UsageTotals {
         let mut totals = super::budget::usage_totals(&self.usage, self.cost_usd, 0);
         super::budget::add_attempts(&mut totals, &self.attempts);
+        if self.unpriced {
+            totals.unpriced_calls = totals.calls;
+        }
         totals
     }
 }
@@ -379,6 +386,8 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
     let mut cost_usd = 0.0;
     let mut attempts = Attempts::default();
     let mut first_error: Option<String> = None;
+    let mut model = String::new();
+    let mut unpriced = false;
     let conversation = request.messages.len();
     loop {
         let response = match llm.chat(&request).await {
@@ -401,6 +410,8 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
                     calls: attempts.calls,
                     attempts,
                     reasked: first_error.is_some(),
+                    model,
+                    unpriced,
                 });
             }
             Err(other) => return Err(other),
@@ -413,6 +424,8 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
         let fits_in_time = tokens_in_time(&response.usage, &these, opts.call_seconds);
         usage.add(&response.usage);
         cost_usd += response.cost_usd;
+        model.clone_from(&response.model);
+        unpriced |= response.unpriced;
         let raw = response.text.unwrap_or_default();
         let cut_off = response.finish_reason == FinishReason::Length;
         let parsed = parse_reply::<T>(&raw).map_err(|e| {
@@ -433,6 +446,8 @@ pub async fn ask_json<T: DeserializeOwned + JsonSchema>(
             calls: attempts.calls,
             attempts,
             reasked,
+            model: model.clone(),
+            unpriced,
         };
         let error = match parsed {
             Ok(value) => {
@@ -807,6 +822,7 @@ steps:
                     wall_ms: 60_000,
                     ..Default::default()
                 },
+                unpriced: false,
             })
         }
     }

@@ -165,6 +165,9 @@ pub struct ChatResponse {
     pub cost_usd: f64,
     /// The HTTP attempts this reply took (set by the budget wrapper; retries included).
     pub attempts: super::meter::Attempts,
+    /// `llm.prices` has no price for the model: `cost_usd` is unknown, not $0 (set by the
+    /// budget wrapper).
+    pub unpriced: bool,
 }
 
 impl ChatResponse {

@@ -19,6 +19,8 @@ pub struct ChecklistContext {
     pub run_url: Option<String>,
     /// "openai/gpt-4o" and the like, for the footer.
     pub model: Option<String>,
+    /// The configured per-thread caps (`llm.budget.per_thread_*`); `/budget` entries override.
+    pub per_thread: crate::history::ledger::ThreadCap,
 }
 
 /// Done and countable tasks of a plan under the given states. Replaced and cancelled tasks do not
@@ -183,6 +185,9 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
             }
         }
     }
+    if let Some(reached) = ctx.per_thread.overridden_by(state).reached(&state.usage) {
+        let _ = writeln!(out, "\n💸 *{}*", reached.blocked_line());
+    }
     if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
         out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");
     }
@@ -241,6 +246,15 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
             let _ = write!(tokens, ", ${:.4}", u.cost_usd);
         }
         facts.push(tokens);
+    }
+    if let Some(ledger) = ctx.per_thread.overridden_by(state).spent_and_left(u) {
+        facts.push(format!("Budget: {ledger}"));
+    }
+    if u.unpriced_calls > 0 {
+        facts.push(format!(
+            "⚠️ {} calls of a model without a price in `llm.prices`: cost not counted",
+            u.unpriced_calls
+        ));
     }
     if let Some(url) = &ctx.run_url {
         facts.push(format!("[View run]({url})"));
@@ -403,6 +417,7 @@ mod tests {
             &ChecklistContext {
                 run_url: Some("https://ci/run/1".into()),
                 model: None,
+                per_thread: Default::default(),
             },
         );
         assert!(body.contains("## 📋 Execution Plan (Revised #1)"), "{body}");

@@ -1,5 +1,6 @@
 //! Slash commands in comments: `/replan [goal|tasks|actions] [reason]`, `/approve [hash]`,
-//! `/reject [reason]`, `/stop`, `/resume`, `/status`, and `@handle` mentions.
+//! `/reject [reason]`, `/stop`, `/resume`, `/status`, `/budget [$N | N tokens]`, and `@handle`
+//! mentions.
 //!
 //! A command counts only at the start of a rendered paragraph line (see [`super::prose`]): never
 //! inside code, quotes, HTML or list items, so quoting or documenting a command does not run it.
@@ -48,6 +49,51 @@ pub enum Command {
     /// Retry blocked tasks.
     Resume,
     Status,
+    /// `/budget` alone shows the thread's spend and what is left; `/budget $N` and
+    /// `/budget N tokens` set the thread's cap over all its runs.
+    Budget {
+        amount: Option<BudgetAmount>,
+    },
+}
+
+/// What `/budget` was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetAmount {
+    /// `$5`, `$5.02`, `5`: dollars, kept in cents so a command compares exactly.
+    Cents(u64),
+    /// `20000 tokens`.
+    Tokens(u64),
+    /// Arguments that are neither; the reply names them and the forms that work.
+    Unreadable(String),
+}
+
+impl BudgetAmount {
+    fn parse(args: &str) -> Option<Self> {
+        let args = args.trim();
+        if args.is_empty() {
+            return None;
+        }
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let number = |text: &str| text.replace(['_', ','], "");
+        let read = match words.as_slice() {
+            [n, unit]
+                if unit.eq_ignore_ascii_case("tokens") || unit.eq_ignore_ascii_case("token") =>
+            {
+                number(n).parse::<u64>().ok().map(BudgetAmount::Tokens)
+            }
+            [amount] => {
+                let dollars = amount.strip_prefix('$').unwrap_or(amount);
+                number(dollars)
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|d| d.is_finite() && *d >= 0.0 && *d < 1e12)
+                    .map(|d| BudgetAmount::Cents((d * 100.0).round() as u64))
+            }
+            _ => None,
+        };
+        Some(read.unwrap_or_else(|| BudgetAmount::Unreadable(args.chars().take(80).collect())))
+    }
 }
 
 impl Command {
@@ -60,6 +106,7 @@ impl Command {
             Command::Stop => "stop",
             Command::Resume => "resume",
             Command::Status => "status",
+            Command::Budget { .. } => "budget",
         }
     }
 }
@@ -107,6 +154,9 @@ fn parse_line(raw: &str, masked: &str) -> Option<Command> {
         "stop" => Command::Stop,
         "resume" => Command::Resume,
         "status" => Command::Status,
+        "budget" => Command::Budget {
+            amount: BudgetAmount::parse(args),
+        },
         _ => return None,
     })
 }
@@ -246,6 +296,30 @@ mod tests {
         );
         assert_eq!(parse_commands("/approve looks good"), [approve(None)]);
         assert_eq!(parse_commands("/approve"), [approve(None)]);
+    }
+
+    #[test]
+    fn budget_in_dollars_or_tokens() {
+        let budget = |amount| Command::Budget { amount };
+        assert_eq!(parse_commands("/budget"), [budget(None)]);
+        assert_eq!(
+            parse_commands("/budget $5\n/budget 5.02\n/BUDGET 20_000 tokens\n/budget 1 token"),
+            [
+                budget(Some(BudgetAmount::Cents(500))),
+                budget(Some(BudgetAmount::Cents(502))),
+                budget(Some(BudgetAmount::Tokens(20_000))),
+                budget(Some(BudgetAmount::Tokens(1))),
+            ]
+        );
+        assert_eq!(
+            parse_commands("/budget lots please"),
+            [budget(Some(BudgetAmount::Unreadable("lots please".into())))]
+        );
+        assert_eq!(
+            parse_commands("/budget $-3"),
+            [budget(Some(BudgetAmount::Unreadable("$-3".into())))]
+        );
+        assert!(parse_commands("`/budget $100`\n> /budget $100").is_empty());
     }
 
     #[test]

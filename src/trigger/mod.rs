@@ -15,7 +15,7 @@ pub mod sanitize;
 pub(crate) mod thread;
 mod timestamp;
 
-pub use command::{Command, ReplanScope, mentions, parse_commands};
+pub use command::{BudgetAmount, Command, ReplanScope, mentions, parse_commands};
 pub use error::TriggerError;
 pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, decide};
 pub use github_event::{from_actions, from_actions_explained};

@@ -114,6 +114,8 @@ struct Fanout {
     origin: TestRepo,
     _seed: TestRepo,
     dir: TempDir,
+    /// Arguments every job of this world gets (`--set` of a test's config).
+    args: Vec<String>,
 }
 
 impl Fanout {
@@ -124,6 +126,7 @@ impl Fanout {
             origin,
             _seed: seed,
             dir: TempDir::new().unwrap(),
+            args: Vec::new(),
         }
     }
 
@@ -136,7 +139,7 @@ impl Fanout {
 
     fn command(&self, workspace: &TestRepo, args: &[&str]) -> std::process::Command {
         let mut command = local_command(&self.llm, workspace, Some(self.dir.path()));
-        command.args(args);
+        command.args(&self.args).args(args);
         command
     }
 
@@ -482,6 +485,7 @@ fn a_plan_that_does_not_fan_out_still_leaves_a_pipeline_for_the_trigger_job() {
         origin,
         _seed,
         dir: TempDir::new().unwrap(),
+        args: Vec::new(),
     };
     let pipeline = world.dir.path().join("child.yml");
     let matrix = world.matrix_file();
@@ -539,4 +543,62 @@ fn stage_flags_that_cannot_work_are_usage_errors() {
         &["--stage", "subtask", "--subtask", "$(id)"],
     );
     assert_usage(&bad_id, &["cannot name a CI job"]);
+}
+
+/// Issue 39: the subtask jobs of a wave, separate processes that cannot see each other's spend,
+/// share the thread's ledger. Every call costs $1; the plan job spends $P and the cap leaves $2
+/// for the wave: each of its two jobs may spend half, so each makes one call and stops, and
+/// together they end at the cap (alone, each would have made its two calls: $2 over).
+#[test]
+fn the_subtask_jobs_of_a_wave_share_the_threads_ledger() {
+    let tasks = [
+        task("task_1", &[], "a.txt", "alpha\n"),
+        task("task_2", &[], "b.txt", "beta\n"),
+    ];
+    let mut world = Fanout::new(&tasks, 1);
+    world.llm = LlmServer::start(crate::ledger::one_dollar_a_call(fanout_scenario(&tasks, 1)));
+    world.args = vec![
+        "--set".into(),
+        "llm.prices.gpt-test.input_per_mtok=10000".into(),
+    ];
+    let matrix = world.plan();
+    assert_eq!(matrix, r#"{"subtask":["task_1","task_2"]}"#);
+    let spent = |world: &Fanout| {
+        replan::history::replay(&replan::history::jsonl::parse(&world.history()).entries)
+            .usage
+            .cost_usd
+    };
+    let planned = spent(&world);
+    assert!(planned >= 1.0, "the plan job spent ${planned}");
+    let cap = planned + 2.0;
+    world
+        .args
+        .extend(["--set".into(), format!("llm.budget.per_thread_usd={cap}")]);
+
+    let before = world.llm.requests().len();
+    world.subtasks(&["task_1", "task_2"]);
+    assert_eq!(world.llm.requests().len(), before + 2, "one call per job");
+    assert_eq!(spent(&world), cap, "the wave ends at the cap, not past it");
+    let finished = |world: &Fanout| -> Vec<replan::history::entry::RunStatus> {
+        replan::history::jsonl::parse(&world.history())
+            .entries
+            .iter()
+            .filter_map(|e| match &e.body {
+                replan::history::entry::EntryBody::RunFinished { status, .. } => Some(*status),
+                _ => None,
+            })
+            .collect()
+    };
+    use replan::history::entry::RunStatus::{BudgetExhausted, FannedOut};
+    assert_eq!(
+        finished(&world),
+        [FannedOut, BudgetExhausted, BudgetExhausted]
+    );
+
+    // The next run sees the whole wave's spend: past the cap it does not call the model.
+    let before = world.llm.requests().len();
+    let next = world.run(&world.clone(), &["--stage", "plan"]);
+    assert_ok(&next, "the next plan job");
+    assert_eq!(world.llm.requests().len(), before, "no model call");
+    assert_eq!(finished(&world).last(), Some(&BudgetExhausted));
 }

@@ -182,6 +182,7 @@ fn varied_body(i: u64) -> EntryBody {
             assumed: false,
         },
         8 => EntryBody::Usage {
+            model: None,
             usage: usage(1, 100, 20, 0.001),
         },
         _ => EntryBody::RunFinished {
@@ -656,6 +657,7 @@ fn crafted_history() -> Vec<Entry> {
         (
             "r1",
             EntryBody::Usage {
+                model: None,
                 usage: usage(3, 1000, 200, 0.02),
             },
         ),
@@ -723,6 +725,7 @@ fn crafted_history() -> Vec<Entry> {
         (
             "r2",
             EntryBody::Usage {
+                model: None,
                 usage: usage(2, 500, 100, 0.01),
             },
         ),
@@ -1058,6 +1061,7 @@ fn git_branch_history_keeps_lines_that_are_not_utf8() {
 
 fn huge_usage(tokens: u64) -> EntryBody {
     EntryBody::Usage {
+        model: None,
         usage: UsageTotals {
             calls: u64::MAX,
             prompt_tokens: tokens,

@@ -204,7 +204,7 @@ fn a_weak_model_reaches_execution_with_every_attempt_bounded_and_counted(wire: W
     let counted: u64 = entries
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::Usage { usage } => Some(usage.calls),
+            EntryBody::Usage { usage, .. } => Some(usage.calls),
             _ => None,
         })
         .sum();

@@ -13,6 +13,7 @@ mod github;
 mod gitlab;
 mod harness;
 mod history;
+mod ledger;
 mod llm;
 mod llm_bounds;
 mod local_cli;

@@ -13,7 +13,7 @@ use crate::history::{Entry, HistoryBackend, jsonl};
 use crate::plan::hash::{names as plan_hash_names, short as short_hash};
 use crate::tools::forge_tools::branch_prefix;
 use crate::tools::git::git;
-use crate::trigger::{Command, MARKER_PREFIX, Request, ThreadRef};
+use crate::trigger::{BudgetAmount, Command, MARKER_PREFIX, Request, ThreadRef};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -428,6 +428,24 @@ fn decision_allowed(entry: &Entry, trusted: &Trusted) -> Result<(), String> {
                 }
             },
         ),
+        // A thread's cap is raised only by the `/budget` comment this job's own event carries,
+        // for exactly the amount it names.
+        EntryBody::Budget {
+            author,
+            usd,
+            tokens,
+        } => (
+            author.as_str(),
+            match &trusted.request {
+                Request::Command(Command::Budget {
+                    amount: Some(BudgetAmount::Cents(cents)),
+                }) => tokens.is_none() && *usd == Some(*cents as f64 / 100.0),
+                Request::Command(Command::Budget {
+                    amount: Some(BudgetAmount::Tokens(asked)),
+                }) => usd.is_none() && *tokens == Some(*asked),
+                _ => false,
+            },
+        ),
         EntryBody::Answer {
             author, assumed, ..
         } => (
@@ -693,6 +711,61 @@ mod tests {
             "main",
         ] {
             assert!(!allowed_branch(&thread, bad), "{bad}");
+        }
+    }
+
+    /// A bundle may carry the `budget` entry of its own job's `/budget` comment, exactly as the
+    /// comment asked, by the comment's author; any other raise is refused.
+    #[test]
+    fn a_budget_entry_needs_the_jobs_own_budget_comment_for_that_amount() {
+        let trusted = |request: Request| Trusted {
+            thread: Some(ThreadRef::issue(7)),
+            comment_id: Some("c-1".into()),
+            actor: "alice".into(),
+            request,
+            bases: vec!["main".into()],
+            own_login: None,
+        };
+        let budget = |author: &str, usd: Option<f64>, tokens: Option<u64>| Entry {
+            v: 1,
+            seq: 9,
+            ts: chrono::Utc::now(),
+            run_id: "r".into(),
+            body: EntryBody::Budget {
+                author: author.into(),
+                usd,
+                tokens,
+            },
+        };
+        let five = trusted(Request::Command(Command::Budget {
+            amount: Some(BudgetAmount::Cents(500)),
+        }));
+        assert!(decision_allowed(&budget("alice", Some(5.0), None), &five).is_ok());
+        for forged in [
+            budget("alice", Some(5000.0), None),
+            budget("alice", Some(5.0), Some(1)),
+            budget("alice", None, Some(500)),
+            budget("mallory", Some(5.0), None),
+        ] {
+            let refused = decision_allowed(&forged, &five).unwrap_err();
+            assert!(refused.contains("records a person's decision"), "{refused}");
+        }
+        let tokens = trusted(Request::Command(Command::Budget {
+            amount: Some(BudgetAmount::Tokens(20_000)),
+        }));
+        assert!(decision_allowed(&budget("alice", None, Some(20_000)), &tokens).is_ok());
+        assert!(decision_allowed(&budget("alice", None, Some(90_000)), &tokens).is_err());
+        for request in [
+            Request::Command(Command::Budget { amount: None }),
+            Request::Command(Command::Approve { hash: None }),
+            Request::Start {
+                title: String::new(),
+                body: String::new(),
+            },
+        ] {
+            assert!(
+                decision_allowed(&budget("alice", Some(5.0), None), &trusted(request)).is_err()
+            );
         }
     }
 

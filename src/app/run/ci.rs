@@ -115,6 +115,9 @@ pub(super) async fn ci_run(
                 ChecklistContext {
                     run_url: run_url.clone(),
                     model: ctx.config.llm.model.clone(),
+                    per_thread: crate::history::ledger::ThreadCap::configured(
+                        &ctx.config.llm.budget,
+                    ),
                 },
                 redact_fn(),
             )

@@ -108,6 +108,7 @@ pub(super) async fn local_run(mut ctx: Ctx, opts: &RunOptions) -> Result<Exit, C
     let checklist = ChecklistContext {
         run_url: None,
         model: ctx.config.llm.model.clone(),
+        per_thread: crate::history::ledger::ThreadCap::configured(&ctx.config.llm.budget),
     };
     // The checklist and notices also go into the local forge, as comments would on a forge.
     let reporter: Arc<dyn Reporter> = Arc::new(crate::report::tee::TeeReporter {

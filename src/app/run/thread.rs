@@ -65,6 +65,7 @@ pub(super) async fn cycle_on_thread(
     let checklist = ChecklistContext {
         run_url: forge.run_url(),
         model: ctx.config.llm.model.clone(),
+        per_thread: crate::history::ledger::ThreadCap::configured(&ctx.config.llm.budget),
     };
     let spool = spool_dir(ctx.local_dir.as_deref(), &ctx.workspace, &thread);
     let loaded = match loaded {
@@ -221,6 +222,13 @@ pub(super) async fn cycle_on_thread(
     ctx.effect_route.bind(Arc::downgrade(&journal));
     let on_sigterm = sink.flush_on_sigterm();
     let (req_title, req_text) = input_text(&input);
+    let llm = llm.with_thread_cap(
+        crate::engine::budget_command::cap_for_run(&loaded.state, &input, &ctx.config.llm.budget),
+        loaded.state.usage,
+        ctx.stage
+            .as_ref()
+            .map_or(1, |stage| stage.ledger_share(&loaded.state)),
+    );
     let deps = CycleDeps {
         llm: Arc::new(llm),
         tools: tools.registry,

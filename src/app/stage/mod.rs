@@ -125,6 +125,17 @@ impl StageRun {
         !matches!(self.stage, Stage::Subtask(_))
     }
 
+    /// How many jobs share what is left of the thread's budget with this one: a subtask job
+    /// runs beside the other ready subtasks of its wave and cannot see their spend.
+    pub fn ledger_share(&self, state: &SessionState) -> u32 {
+        match (&self.stage, &state.plan) {
+            (Stage::Subtask(_), Some(plan)) => {
+                u32::try_from(runnable(plan, state).len()).unwrap_or(u32::MAX)
+            }
+            _ => 1,
+        }
+    }
+
     /// The thread's history must allow this stage: a plan for subtask and join, a known and
     /// ready subtask, a join only after some subtask ran.
     pub fn check(&self, state: &SessionState, thread: ThreadRef) -> Result<(), CliError> {

@@ -87,7 +87,7 @@ async fn tool_loop(
         let forced = request.require_tool_call;
         // Only the first turn must act; later ones may give the final answer.
         request.require_tool_call = false;
-        batch.usage(response.totals());
+        batch.usage_of(&response.model, response.totals());
         let calls = match tool_calls_of(&response, &request) {
             calls if calls.is_empty() && forced => tool_reask(cx, batch, &request, task_id).await?,
             calls => calls,
@@ -263,7 +263,7 @@ async fn tool_reask(
     // Only the call: a reply that runs on past it is not worth the execute limit.
     reask.max_tokens = reask.max_tokens.map(|n| n.min(REASK_MAX_TOKENS));
     let response = cx.deps.llm.chat(&reask).await?;
-    batch.usage(response.totals());
+    batch.usage_of(&response.model, response.totals());
     Ok(calls_read_with(
         &response,
         request,

@@ -28,7 +28,7 @@ pub async fn run(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleErr
     let mut failed = 0u32;
     for _ in 0..LEGACY_TURNS {
         let response = cx.deps.llm.chat(&request).await?;
-        batch.usage(response.totals());
+        batch.usage_of(&response.model, response.totals());
         if response.tool_calls.is_empty() {
             summary = response.text.unwrap_or_default();
             break;

@@ -366,6 +366,7 @@ pub fn request_for(input: &EngineInput) -> RunRequest {
             ("answer", author.clone(), None, Some(text.clone()))
         }
         EngineInput::Sweep => ("sweep", "replan".into(), None, None),
+        EngineInput::Budget { author, .. } => ("command:/budget", author.clone(), None, None),
     };
     RunRequest {
         event: "test".into(),

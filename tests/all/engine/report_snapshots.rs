@@ -32,6 +32,7 @@ macro_rules! assert_rendered {
 
 fn context() -> ChecklistContext {
     ChecklistContext {
+        per_thread: Default::default(),
         run_url: Some("https://github.com/o/r/actions/runs/42".into()),
         model: Some("openai/gpt-4o".into()),
     }

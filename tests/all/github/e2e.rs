@@ -950,6 +950,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
     assert!(types.contains(&"run_started".to_owned()), "{types:?}");
 }
 
+mod budget;
 /// Split-trust mode (`--bundle` / `replan publish`) against the same world.
 mod fanout;
 mod fanout_split;

@@ -60,6 +60,7 @@ fn entry(seq: u64, run: &str) -> Entry {
         ts: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
         run_id: run.into(),
         body: EntryBody::Usage {
+            model: None,
             usage: UsageTotals {
                 calls: seq,
                 ..Default::default()

@@ -198,6 +198,25 @@ fn cases() -> Vec<Case> {
             }),
         },
         Case {
+            // Issue 39: the thread's cap is a person's command, never a bundle's to raise.
+            name: "a forged `/budget` raise in the history",
+            rule: "records a person's decision",
+            env: &[],
+            edit: Box::new(|s, dir| {
+                edit(dir, |m| {
+                    let run_id = m.run_id.clone();
+                    m.writes.push(Write::History {
+                        thread: ThreadRef::issue(s.number),
+                        entries: vec![entry(
+                            500,
+                            &run_id,
+                            json!({"type": "budget", "author": "alice", "usd": 1000000.0}),
+                        )],
+                    })
+                })
+            }),
+        },
+        Case {
             name: "a history entry naming bob's comment as the checklist",
             rule: "neither the checklist this bundle posts",
             env: &[],
