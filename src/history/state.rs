@@ -153,6 +153,9 @@ pub struct SessionState {
     /// key is here may already have happened and is looked up before it is made again.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub effect_keys: std::collections::BTreeSet<String>,
+    /// CI runs on the thread's pull request branch, in file order (`ci_result` entries).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ci_results: Vec<super::entry::CiResult>,
 }
 
 impl SessionState {
@@ -441,6 +444,7 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             s.effect_keys.insert(key);
         }
         EntryBody::Usage { usage } => s.usage.add(&usage),
+        EntryBody::CiResult(result) => s.ci_results.push(*result),
         EntryBody::Completion { completion } => s.completion = Some(*completion),
         EntryBody::RunFinished {
             status,

@@ -205,6 +205,9 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
             );
         }
     }
+    if let Some(ci) = state.ci_results.last() {
+        let _ = writeln!(out, "\n{}\n", super::ci_verification::line(ci));
+    }
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {
         facts.push(format!("Model: {model}"));
