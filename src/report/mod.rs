@@ -4,6 +4,7 @@ pub mod checklist;
 pub mod ci_verification;
 pub(crate) mod forge_reporter;
 pub(crate) mod markers;
+pub mod md_text;
 pub mod mermaid;
 pub mod notice;
 pub mod summary;
