@@ -543,6 +543,20 @@ fn every_gitlab_fixture_has_an_expectation() {
     assert!(matches!(t.request, Request::Mention { .. }));
     checked.insert("note_hook.merge_request.json");
 
+    let t = gitlab("pipeline_hook.failed.json", true);
+    assert_eq!(t.thread, Some(ThreadRef::issue(23)));
+    let Request::CiResult(ci) = &t.request else {
+        panic!("a CI result, got {:?}", t.request)
+    };
+    assert_eq!(ci.branch, "replan/issue-23");
+    assert_eq!(ci.conclusion, "failed");
+    assert_eq!(ci.run_id, Some(31));
+    assert_eq!(
+        ci.url.as_deref(),
+        Some("http://example.com/gitlab-org/gitlab-test/-/pipelines/31")
+    );
+    checked.insert("pipeline_hook.failed.json");
+
     let checked: BTreeSet<String> = checked.into_iter().map(str::to_owned).collect();
     assert_eq!(
         checked,
