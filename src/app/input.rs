@@ -85,6 +85,19 @@ pub fn decide(
             "the note {id} was not fetched; the GitLab set-up resolves it before the engine runs"
         )),
         Request::Ignore { reason } => Decided::Nothing(reason.clone()),
+        // A failure the run read through the API is the next cycle's input: the task list is
+        // revised with it in view and the work goes on on the same branch.
+        Request::CiResult(run) => match &run.report {
+            Some(report) => Decided::Run(EngineInput::Replan {
+                target: Some(Phase::TaskDecomposition),
+                reason: Some(sanitize_untrusted(report)),
+                author: "ci".to_owned(),
+            }),
+            None => Decided::Nothing(format!(
+                "the CI run on `{}` ({}) leaves nothing to do",
+                run.branch, run.conclusion
+            )),
+        },
     }
 }
 

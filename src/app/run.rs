@@ -8,6 +8,7 @@
 //! the gate-to-outputs path the two CI platforms share, `thread` the cycle on one thread.
 
 mod ci;
+mod ci_round;
 mod context;
 mod early_history;
 mod github;

@@ -57,6 +57,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "secrets",
     "publish",
     "instructions",
+    "verify",
 ];
 
 /// The seed variables, read with `envy` (field names are the variable names, lowercased).

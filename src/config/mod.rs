@@ -35,6 +35,7 @@ mod task_replanning;
 mod tools;
 mod triggers;
 mod validate;
+mod verify;
 
 pub use env::{GENERIC_PREFIX, SEED_ENV_VARS};
 pub use error::ConfigError;
@@ -64,6 +65,7 @@ pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
 pub use triggers::{GateConfig, ThreadEvent, TriggersConfig};
+pub use verify::VerifyConfig;
 
 /// The whole configuration after all sources are merged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -89,6 +91,8 @@ pub struct Config {
     pub publish: PublishConfig,
     /// The repository's instructions for agents (`AGENTS.md`, ...).
     pub instructions: InstructionsConfig,
+    /// What proves the work: CI results on Replan's branch (`ci_rounds`).
+    pub verify: VerifyConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

@@ -133,6 +133,17 @@ impl<L: ForgeLayer> Forge for Layered<L> {
         self.inner.permission(user).await
     }
 
+    async fn branch_tip(&self, branch: &str) -> ForgeResult<Option<String>> {
+        self.inner.branch_tip(branch).await
+    }
+
+    async fn ci_failures(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Vec<super::ci::CiFailure>> {
+        self.inner.ci_failures(run).await
+    }
+
     async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
         self.layer.react(self.next(), target, reaction).await
     }

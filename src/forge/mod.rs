@@ -1,6 +1,7 @@
 //! The forge (GitHub, GitLab, or a local directory) behind one trait: threads, comments,
 //! permissions, reactions and pull/merge requests. History storage is `history::HistoryBackend`.
 
+pub mod ci;
 pub mod github;
 pub mod gitlab;
 pub(crate) mod layer;
@@ -187,6 +188,23 @@ pub trait Forge: Send + Sync {
 
     /// The pull / merge request (in any state) whose body carries the idempotency marker `key`.
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>>;
+
+    /// The commit `branch` points at in the repository now; `None` when there is no such branch.
+    async fn branch_tip(&self, branch: &str) -> ForgeResult<Option<String>> {
+        Err(ForgeError::Other(format!(
+            "reading branch `{branch}` is not supported by the {:?} forge",
+            self.kind()
+        )))
+    }
+
+    /// The failed jobs of a finished CI run, with the ends of their logs.
+    async fn ci_failures(&self, run: &crate::trigger::CiRun) -> ForgeResult<Vec<ci::CiFailure>> {
+        Err(ForgeError::Other(format!(
+            "reading the CI run on `{}` is not supported by the {:?} forge",
+            run.branch,
+            self.kind()
+        )))
+    }
 
     /// The user's access as the gate weighs it: a failed look-up becomes
     /// [`Permission::Unknown`], so the gate fails closed.

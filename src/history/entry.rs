@@ -390,7 +390,29 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<u64>,
     },
+    /// A CI run finished on the thread's pull request branch (issue 37): the verification the
+    /// repository's own CI gives, and, for a failure, whether it started a fixing round.
+    CiResult(Box<CiResult>),
 }
+}
+
+/// One finished CI run on the thread's pull request branch, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CiResult {
+    pub branch: String,
+    /// The forge's word: `success`, `failure`, `failed`, `timed_out`, ...
+    pub conclusion: String,
+    pub passed: bool,
+    pub head_sha: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_url: Option<String>,
+    /// The failing jobs (or check runs) by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_jobs: Vec<String>,
+    /// The fixing round this failure started (1-based); 0 when it started none (a pass, or a
+    /// failure past `verify.ci_rounds`).
+    #[serde(default)]
+    pub round: u32,
 }
 
 impl EntryBody {
@@ -417,6 +439,7 @@ impl EntryBody {
             EntryBody::Completion { .. } => "completion",
             EntryBody::RunFinished { .. } => "run_finished",
             EntryBody::Budget { .. } => "budget",
+            EntryBody::CiResult(_) => "ci_result",
         }
     }
 }

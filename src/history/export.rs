@@ -470,6 +470,16 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                 );
             }
             EntryBody::Checklist { .. } | EntryBody::Effect { .. } => {}
+            EntryBody::CiResult(ci) => {
+                let verdict = if ci.passed { "passed" } else { "failed" };
+                let _ = writeln!(
+                    out,
+                    "- CI on `{}` {verdict} (`{}`, {})\n",
+                    ci.branch,
+                    ci.conclusion,
+                    ci.run_url.as_deref().unwrap_or("no link")
+                );
+            }
             EntryBody::Usage { usage, model } => {
                 let by = model
                     .as_deref()

@@ -331,6 +331,7 @@ const KNOWN_TYPES: &[&str] = &[
     "completion",
     "run_finished",
     "budget",
+    "ci_result",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {

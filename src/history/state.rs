@@ -157,6 +157,9 @@ pub struct SessionState {
     pub approved_plan: Option<super::plan_approval::ApprovedPlan>,
     /// The thread's caps set by `/budget` (the latest of each kind wins over the config).
     pub budget: ThreadBudget,
+    /// CI runs on the thread's pull request branch, in file order (`ci_result` entries).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ci_results: Vec<super::entry::CiResult>,
 }
 
 /// `/budget $N` / `/budget N tokens` as recorded in the thread's history.
@@ -484,6 +487,7 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
                 s.budget.tokens = tokens;
             }
         }
+        EntryBody::CiResult(result) => s.ci_results.push(*result),
         EntryBody::Completion { completion } => s.completion = Some(*completion),
         EntryBody::RunFinished {
             status,

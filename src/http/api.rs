@@ -386,6 +386,48 @@ impl Api {
         Ok(items)
     }
 
+    /// The last `keep` bytes of a text answer (a CI job's log). A redirect within the API origin
+    /// is followed with the credentials; one to another origin (GitHub's signed log URL) is
+    /// followed without them, so the token stays with the API.
+    pub async fn get_text_tail(&self, path: &str, keep: usize) -> Result<String, ApiError> {
+        let url = self.url(path)?;
+        let mut request = self
+            .http
+            .get(url.clone())
+            .header(self.auth.0.clone(), self.auth.1.clone());
+        for (name, value) in &self.headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let connection = |e: reqwest::Error| ApiError::Connection(describe(&e));
+        let mut response = request.send().await.map_err(connection)?;
+        if response.status().is_redirection() {
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| url.join(l).ok())
+                .ok_or_else(|| ApiError::Connection("a redirect without a location".into()))?;
+            // A plain client: nothing of ours is sent to the signed URL's host.
+            let plain = super::client(self.settings.retry.timeout).map_err(ApiError::Connection)?;
+            response = plain.get(location).send().await.map_err(connection)?;
+        }
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = super::text_tail::read_tail(response, 2048)
+                .await
+                .unwrap_or_default();
+            return Err(ApiError::Status {
+                status,
+                headers,
+                text,
+            });
+        }
+        super::text_tail::read_tail(response, keep)
+            .await
+            .map_err(connection)
+    }
+
     async fn attempt(
         &self,
         method: &Method,

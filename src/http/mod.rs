@@ -6,6 +6,7 @@ mod api;
 mod body;
 mod origin;
 mod retry;
+mod text_tail;
 mod tls;
 
 pub(crate) use api::describe;

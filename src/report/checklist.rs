@@ -49,6 +49,8 @@ fn timestamp(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
+use super::md_text::inline;
+
 fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
     let (mark, suffix) = match state {
         TaskState::Done => ("x", ""),
@@ -59,7 +61,7 @@ fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
         TaskState::Cancelled => (" ", " *cancelled*"),
         TaskState::ReplacedByReplan => ("x", " ↪️ *replaced by a finer split*"),
     };
-    let description = description.replace('\n', " ");
+    let (id, description) = (inline(id), inline(description));
     if matches!(state, TaskState::Cancelled | TaskState::ReplacedByReplan) {
         let _ = writeln!(out, "- [{mark}] ~~**{id}**: {description}~~{suffix}");
     } else {
@@ -90,12 +92,12 @@ fn previous_plans(out: &mut String, history: &[PlanSnapshot]) {
             let _ = writeln!(
                 out,
                 "- [{mark}] {}: {}",
-                task.id,
-                task.description.replace('\n', " ")
+                inline(&task.id),
+                inline(&task.description)
             );
         }
         if let Some(reason) = &snap.reason {
-            let _ = writeln!(out, "\n**Revision Reason**: {reason}");
+            let _ = writeln!(out, "\n**Revision Reason**: {}", inline(reason));
         }
         out.push('\n');
     }
@@ -134,12 +136,12 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
         let _ = writeln!(
             out,
             "**Goal**: {}\n",
-            plan.goal_understanding.main_objective.replace('\n', " ")
+            inline(&plan.goal_understanding.main_objective)
         );
     }
     if revision > 0 {
         if let Some(reason) = current.and_then(|c| c.reason.as_deref()) {
-            let _ = writeln!(out, "**Revision Reason**: {reason}\n");
+            let _ = writeln!(out, "**Revision Reason**: {}\n", inline(reason));
         }
         if let Some(prev) = state.plan_history.iter().rev().nth(1) {
             let (done, total) = progress(&prev.plan, &|id| {
@@ -228,6 +230,9 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
                 percent(done, total)
             );
         }
+    }
+    if let Some(ci) = state.ci_results.last() {
+        let _ = writeln!(out, "\n{}\n", super::ci_verification::line(ci));
     }
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {

@@ -1,8 +1,10 @@
 //! Renderings of the session for people: checklist comment, notices, job summary, terminal.
 
 pub mod checklist;
+pub mod ci_verification;
 pub(crate) mod forge_reporter;
 pub(crate) mod markers;
+pub mod md_text;
 pub mod mermaid;
 pub mod notice;
 pub mod summary;

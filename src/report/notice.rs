@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 fn bullets(out: &mut String, items: &[String]) {
     for item in items {
-        let _ = writeln!(out, "- {}", item.replace('\n', " "));
+        let _ = writeln!(out, "- {}", super::md_text::inline(item));
     }
 }
 
@@ -70,7 +70,7 @@ pub fn render(notice: &Notice, at: DateTime<Utc>) -> String {
             );
             out.push_str("**Questions**:\n");
             for (i, q) in questions.iter().enumerate() {
-                let _ = writeln!(out, "{}. {}", i + 1, q.replace('\n', " "));
+                let _ = writeln!(out, "{}. {}", i + 1, super::md_text::inline(q));
             }
             if !context.is_empty() {
                 let _ = writeln!(out, "\n**Context**:\n{context}");

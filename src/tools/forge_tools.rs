@@ -173,6 +173,57 @@ impl Tool for PostCommentTool {
     }
 }
 
+impl OpenPullRequestTool {
+    /// The thread's pull request is open already: its branch gets the working tree as a new
+    /// commit (a fast-forward push), which updates the pull request.
+    async fn update_branch(&self, branch: &str, title: &str) -> ToolResult {
+        let repo = self.workspace.root().to_path_buf();
+        let message = format!(
+            "{title}\n\nFurther changes made by Replan for {}.",
+            self.thread
+        );
+        let (author, protected) = (
+            self.author.clone(),
+            self.workspace.protected().entries().to_vec(),
+        );
+        let target = branch.to_owned();
+        let commit = tokio::task::spawn_blocking(move || {
+            super::git::commit_onto_branch(&repo, &target, &message, &author, &protected)
+        })
+        .await
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("open_pull_request: {e}")))??;
+        record(
+            self.effects.as_ref(),
+            "open_pull_request",
+            Intent {
+                key: key_for(&[&self.thread.to_string(), "update_pull_request", &commit]),
+                effect: EffectKind::Push,
+                target: Some(branch.to_owned()),
+            },
+        )
+        .await?;
+        self.publisher
+            .publish(self.workspace.root(), branch)
+            .await
+            .map_err(|e| {
+                ToolError::new(
+                    e.kind,
+                    format!(
+                        "committed {commit} to `{branch}` but could not push it: {}",
+                        e.message
+                    ),
+                )
+            })?;
+        Ok(ToolOutput {
+            content: format!(
+                "pushed commit {commit} to `{branch}`, the branch of the open pull request for {}: \
+                 the pull request is updated (no new one is opened)",
+                self.thread
+            ),
+        })
+    }
+}
+
 pub struct OpenPullRequestTool {
     pub forge: Arc<dyn Forge>,
     pub thread: ThreadRef,
@@ -183,6 +234,9 @@ pub struct OpenPullRequestTool {
     pub default_base: Option<String>,
     /// Where the write's key is recorded before the push; None records nothing.
     pub effects: Option<Arc<dyn EffectJournal>>,
+    /// The branch of the thread's open pull request when the run continues it (a CI failure):
+    /// the work is pushed there as a new commit and no second pull request is opened.
+    pub pull_request_branch: Option<String>,
 }
 
 /// `replan/issue-5`, `replan/pr-5`, `replan/mr-5`.
@@ -227,6 +281,9 @@ impl Tool for OpenPullRequestTool {
         }
         let body = args.opt_string("body")?.unwrap_or("").trim().to_owned();
         let base_arg = args.opt_string("base")?.map(str::to_owned);
+        if let Some(branch) = &self.pull_request_branch {
+            return self.update_branch(branch, &title).await;
+        }
 
         let key = key_for(&[
             &self.thread.to_string(),

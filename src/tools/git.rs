@@ -301,6 +301,47 @@ pub fn commit_working_tree(
     commit_tree(repo, branch, &tree, &head, NO_COMMIT, message, author)
 }
 
+/// Commit every working-tree change on top of `branch` (taken from `origin` first, when there is
+/// one, so the commit follows what the forge holds): a pull request's branch gets further work
+/// as a new commit, pushed as a fast-forward. "nothing new" when the tree equals the branch's.
+pub fn commit_onto_branch(
+    repo: &Path,
+    branch: &str,
+    message: &str,
+    author: &CommitAuthor,
+    protected: &[String],
+) -> Result<String, ToolError> {
+    let local = format!("refs/heads/{branch}");
+    if git(repo, &["remote", "get-url", "origin"], &[]).is_ok() {
+        git(
+            repo,
+            &["fetch", "--quiet", "origin", &format!("+{local}:{local}")],
+            &[],
+        )
+        .map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Failed,
+                format!("could not fetch `{branch}`: {}", e.message),
+            )
+        })?;
+    }
+    let tip = git(repo, &["rev-parse", "--verify", "--quiet", &local], &[]).map_err(|_| {
+        ToolError::new(
+            ToolErrorKind::Failed,
+            format!("the pull request's branch `{branch}` is not in the repository"),
+        )
+    })?;
+    let tip = tip.trim().to_owned();
+    let tree = working_tree(repo, protected)?;
+    if tree == git(repo, &["rev-parse", &format!("{tip}^{{tree}}")], &[])?.trim() {
+        return Err(ToolError::new(
+            ToolErrorKind::Failed,
+            format!("nothing new: the working tree is what `{branch}` already holds"),
+        ));
+    }
+    commit_tree(repo, branch, &tree, &tip, &tip, message, author)
+}
+
 /// `update-ref`'s old value for "the ref must not exist yet", in SHA-1 and SHA-256 repositories
 /// alike (forty zeros is not a valid SHA-256 id).
 const NO_COMMIT: &str = "";

@@ -72,7 +72,9 @@ impl<'a> GateInput<'a> {
                 updated_at: c.updated_at,
             }),
             run_started_at,
-            scheduled: matches!(trigger.request, Request::Sweep),
+            // A CI result is trusted for the branch it names, which the run checks against the
+            // thread's history before anything is written; no person asked for it.
+            scheduled: matches!(trigger.request, Request::Sweep | Request::CiResult(_)),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! The structs hold only the fields Replan reads, all optional: GitHub omits or nulls fields
 //! between event kinds and API versions, and a missing field we need is reported by its path.
 
+use super::ci_run::{CiRun, CiVerdict, thread_of_branch};
 use super::{
     Actor, EventOutcome, ForgeKind, Request, StartRules, ThreadKind, ThreadRef, Trigger,
     TriggerComment, TriggerError, classify_comment, mentions, timestamp,
@@ -22,6 +23,30 @@ struct Payload {
     repository: Option<Repository>,
     sender: Option<User>,
     inputs: Option<serde_json::Map<String, Value>>,
+    workflow_run: Option<WorkflowRun>,
+    check_suite: Option<CheckSuite>,
+}
+
+/// `workflow_run` events: the run that finished.
+#[derive(Debug, Deserialize)]
+struct WorkflowRun {
+    id: Option<u64>,
+    name: Option<String>,
+    path: Option<String>,
+    head_branch: Option<String>,
+    head_sha: Option<String>,
+    conclusion: Option<String>,
+    html_url: Option<String>,
+    head_repository: Option<Repository>,
+}
+
+/// `check_suite` events: a CI app's suite of checks on a commit.
+#[derive(Debug, Deserialize)]
+struct CheckSuite {
+    id: Option<u64>,
+    head_branch: Option<String>,
+    head_sha: Option<String>,
+    conclusion: Option<String>,
 }
 
 /// An issue or a pull request: the fields we read are the same.
@@ -123,9 +148,11 @@ pub fn from_actions_explained(
             | "pull_request_review_comment"
             | "workflow_dispatch"
             | "schedule"
+            | "workflow_run"
+            | "check_suite"
     ) {
         return Ok(EventOutcome::ignored(format!(
-            "`{event_name}` events do not start Replan (it runs on issues, issue_comment, pull_request, pull_request_review_comment, workflow_dispatch and schedule)"
+            "`{event_name}` events do not start Replan (it runs on issues, issue_comment, pull_request, pull_request_review_comment, workflow_dispatch, schedule, workflow_run and check_suite)"
         )));
     }
     let payload: Payload = if event_name == "schedule" && payload_json.trim().is_empty() {
@@ -155,6 +182,8 @@ impl Ctx<'_> {
         match (self.event_name, action) {
             ("schedule", _) => self.sweep(),
             ("workflow_dispatch", _) => self.dispatched(),
+            ("workflow_run", "completed") => self.workflow_run(),
+            ("check_suite", "completed") => self.check_suite(),
             ("issues", "opened" | "reopened") => self.opened(ThreadKind::Issue, action),
             ("issues" | "pull_request" | "pull_request_target", "labeled") => self.labeled(),
             ("pull_request" | "pull_request_target", "opened" | "reopened") => {
@@ -302,6 +331,81 @@ impl Ctx<'_> {
             )));
         }
         let trigger = self.trigger(Some(thread), self.sender()?, Self::start(item))?;
+        Ok(EventOutcome::run(trigger))
+    }
+
+    /// A finished CI run continues the thread whose pull request branch it ran on. A run of a
+    /// fork's branch of the same name is not Replan's.
+    fn workflow_run(&self) -> Result<EventOutcome, TriggerError> {
+        let run = self
+            .payload
+            .workflow_run
+            .as_ref()
+            .ok_or_else(|| self.missing("workflow_run"))?;
+        let repo = self.repo()?;
+        let head_repo = run
+            .head_repository
+            .as_ref()
+            .and_then(|r| r.full_name.as_deref());
+        if head_repo != Some(repo.as_str()) {
+            return Ok(EventOutcome::ignored(format!(
+                "the workflow run is of a branch in {}, not in {repo}",
+                head_repo.unwrap_or("an unnamed repository")
+            )));
+        }
+        self.ci_result(CiRun {
+            branch: run.head_branch.clone().unwrap_or_default(),
+            conclusion: run.conclusion.clone().unwrap_or_default(),
+            run_id: Some(run.id.ok_or_else(|| self.missing("workflow_run.id"))?),
+            check_suite_id: None,
+            url: run.html_url.clone(),
+            head_sha: run
+                .head_sha
+                .clone()
+                .ok_or_else(|| self.missing("workflow_run.head_sha"))?,
+            workflow_path: run.path.clone(),
+            workflow_name: run.name.clone(),
+            report: None,
+        })
+    }
+
+    fn check_suite(&self) -> Result<EventOutcome, TriggerError> {
+        let suite = self
+            .payload
+            .check_suite
+            .as_ref()
+            .ok_or_else(|| self.missing("check_suite"))?;
+        self.ci_result(CiRun {
+            branch: suite.head_branch.clone().unwrap_or_default(),
+            conclusion: suite.conclusion.clone().unwrap_or_default(),
+            run_id: None,
+            check_suite_id: Some(suite.id.ok_or_else(|| self.missing("check_suite.id"))?),
+            url: None,
+            head_sha: suite
+                .head_sha
+                .clone()
+                .ok_or_else(|| self.missing("check_suite.head_sha"))?,
+            workflow_path: None,
+            workflow_name: None,
+            report: None,
+        })
+    }
+
+    fn ci_result(&self, run: CiRun) -> Result<EventOutcome, TriggerError> {
+        let Some(thread) = thread_of_branch(&run.branch) else {
+            return Ok(EventOutcome::ignored(format!(
+                "the CI run is on `{}`, not on a Replan pull request branch",
+                run.branch
+            )));
+        };
+        if run.verdict() == CiVerdict::Inconclusive {
+            return Ok(EventOutcome::ignored(format!(
+                "the CI run on `{}` ended `{}`, which says nothing about the work",
+                run.branch, run.conclusion
+            )));
+        }
+        let mut trigger = self.trigger(Some(thread), self.sender()?, Request::CiResult(run))?;
+        trigger.closed = None;
         Ok(EventOutcome::run(trigger))
     }
 

@@ -6,6 +6,7 @@
 //! request pipeline (`CI_MERGE_REQUEST_IID`), a scheduled pipeline (the sweep), or a pipeline
 //! started with variables (`REPLAN_ISSUE_IID`, optionally `REPLAN_NOTE_ID`).
 
+use super::ci_run::{CiRun, CiVerdict, thread_of_branch};
 use super::{
     Actor, EventOutcome, ForgeKind, Request, StartRules, ThreadKind, ThreadRef, Trigger,
     TriggerComment, TriggerError, classify_comment, mentions, timestamp,
@@ -52,6 +53,15 @@ struct Attributes {
     system: Option<bool>,
     /// `opened`, `closed`, `merged` or `locked`.
     state: Option<String>,
+    /// Pipeline hooks: the branch, the commit, `success` / `failed` / ..., the pipeline's page.
+    #[serde(rename = "ref")]
+    git_ref: Option<String>,
+    sha: Option<String>,
+    status: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    tag: bool,
+    source: Option<String>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
     created_at: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
@@ -62,6 +72,11 @@ struct Attributes {
 struct Noteable {
     iid: Option<u64>,
     state: Option<String>,
+    /// Pipeline hooks: the merge request's branch and the projects on both sides (a fork's
+    /// merge request has another source project).
+    source_branch: Option<String>,
+    source_project_id: Option<u64>,
+    target_project_id: Option<u64>,
 }
 
 /// GitLab's states: `opened`, `closed`, `merged`, `locked`; a merged request is closed too.
@@ -273,6 +288,7 @@ fn from_webhook(
         "issue" | "work_item" => ctx.issuable(ThreadKind::Issue),
         "merge_request" => ctx.issuable(ThreadKind::MergeRequest),
         "note" => ctx.note(),
+        "pipeline" => ctx.pipeline(),
         other => Ok(EventOutcome::ignored(format!(
             "GitLab `{other}` webhooks do not start Replan; send issue and comment events"
         ))),
@@ -406,6 +422,72 @@ impl HookCtx<'_> {
             event,
             closed,
         )?;
+        Ok(EventOutcome::run(trigger))
+    }
+
+    /// A finished pipeline continues the thread whose merge request branch it ran on; a fork's
+    /// merge request pipeline and a tag's are not Replan's.
+    fn pipeline(&self) -> Result<EventOutcome, TriggerError> {
+        let attrs = self.attributes()?;
+        let status = attrs.status.clone().unwrap_or_default();
+        if let Some(mr) = &self.hook.merge_request
+            && mr.source_project_id != mr.target_project_id
+        {
+            return Ok(EventOutcome::ignored(
+                "the pipeline is of a merge request from another project (a fork)",
+            ));
+        }
+        if attrs.tag {
+            return Ok(EventOutcome::ignored("the pipeline is of a tag"));
+        }
+        // Replan's own pipelines are started by the trigger URL: their end is never acted on.
+        if matches!(
+            attrs.source.as_deref(),
+            Some("trigger" | "pipeline" | "parent_pipeline")
+        ) {
+            return Ok(EventOutcome::ignored(
+                "the pipeline was started by a trigger (Replan's own pipelines are)",
+            ));
+        }
+        let branch = self
+            .hook
+            .merge_request
+            .as_ref()
+            .and_then(|mr| mr.source_branch.clone())
+            .or_else(|| attrs.git_ref.clone())
+            .unwrap_or_default();
+        let run = CiRun {
+            branch,
+            conclusion: status,
+            run_id: Some(
+                attrs
+                    .id
+                    .ok_or_else(|| self.missing("object_attributes.id"))?,
+            ),
+            check_suite_id: None,
+            url: attrs.url.clone(),
+            head_sha: attrs
+                .sha
+                .clone()
+                .ok_or_else(|| self.missing("object_attributes.sha"))?,
+            workflow_path: None,
+            workflow_name: None,
+            report: None,
+        };
+        let Some(thread) = thread_of_branch(&run.branch) else {
+            return Ok(EventOutcome::ignored(format!(
+                "the pipeline ran on `{}`, not on a Replan merge request branch",
+                run.branch
+            )));
+        };
+        if run.verdict() == CiVerdict::Inconclusive {
+            return Ok(EventOutcome::ignored(format!(
+                "the pipeline on `{}` is `{}`, which says nothing about the work yet",
+                run.branch, run.conclusion
+            )));
+        }
+        let event = format!("pipeline_hook.{}", run.conclusion);
+        let trigger = self.trigger(thread, self.actor()?, Request::CiResult(run), event, None)?;
         Ok(EventOutcome::run(trigger))
     }
 

@@ -3,6 +3,7 @@
 //! Everything here is pure: forge look-ups (permissions, a comment fetched again) happen at the
 //! edges and their results are passed in.
 
+pub mod ci_run;
 pub mod command;
 pub(crate) mod error;
 pub(crate) mod gate;
@@ -15,6 +16,7 @@ pub mod sanitize;
 pub(crate) mod thread;
 mod timestamp;
 
+pub use ci_run::{CiRun, CiVerdict, thread_of_branch};
 pub use command::{BudgetAmount, Command, ReplanScope, mentions, parse_commands};
 pub use error::TriggerError;
 pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, decide};
@@ -105,6 +107,9 @@ pub enum Request {
     Ignore {
         reason: String,
     },
+    /// A CI run finished on a branch named like Replan's pull request branch of `thread`
+    /// (whether it is one is checked against the thread's history before anything is written).
+    CiResult(CiRun),
 }
 
 /// What the event parsers decide about an event.

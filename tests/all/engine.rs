@@ -8,6 +8,7 @@ mod commands;
 mod decisions;
 mod demo;
 mod execution;
+mod gfm_render;
 mod mermaid_graph;
 mod plan_approval;
 mod planning;

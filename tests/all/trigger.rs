@@ -153,6 +153,33 @@ fn every_github_fixture_has_an_expectation() {
         );
     });
 
+    check("workflow_run.completed.0.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.thread, Some(ThreadRef::issue(1)));
+        let Request::CiResult(ci) = t.request else {
+            panic!("a CI result, got {:?}", t.request)
+        };
+        assert_eq!(ci.branch, "replan/issue-1");
+        assert_eq!(ci.conclusion, "failure");
+        assert_eq!(ci.run_id, Some(30433642));
+        assert_eq!(
+            ci.workflow_path.as_deref(),
+            Some(".github/workflows/ci.yml")
+        );
+        assert_eq!(
+            ci.url.as_deref(),
+            Some("https://github.com/Codertocat/Hello-World/actions/runs/30433642")
+        );
+    });
+    check("check_suite.completed.0.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.thread, Some(ThreadRef::issue(1)));
+        let Request::CiResult(ci) = t.request else {
+            panic!("a CI result, got {:?}", t.request)
+        };
+        assert_eq!(ci.check_suite_id, Some(118578147));
+        assert_eq!(ci.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+    });
     assert_eq!(
         checked,
         fixture_names("github-events"),
@@ -172,6 +199,8 @@ fn every_payload_under_every_event_name_parses_or_is_refused_cleanly() {
         "pull_request_review_comment",
         "workflow_dispatch",
         "schedule",
+        "workflow_run",
+        "check_suite",
         "push",
     ];
     let rules = [
@@ -514,6 +543,20 @@ fn every_gitlab_fixture_has_an_expectation() {
     assert!(matches!(t.request, Request::Mention { .. }));
     checked.insert("note_hook.merge_request.json");
 
+    let t = gitlab("pipeline_hook.failed.json", true);
+    assert_eq!(t.thread, Some(ThreadRef::issue(23)));
+    let Request::CiResult(ci) = &t.request else {
+        panic!("a CI result, got {:?}", t.request)
+    };
+    assert_eq!(ci.branch, "replan/issue-23");
+    assert_eq!(ci.conclusion, "failed");
+    assert_eq!(ci.run_id, Some(31));
+    assert_eq!(
+        ci.url.as_deref(),
+        Some("http://example.com/gitlab-org/gitlab-test/-/pipelines/31")
+    );
+    checked.insert("pipeline_hook.failed.json");
+
     let checked: BTreeSet<String> = checked.into_iter().map(str::to_owned).collect();
     assert_eq!(
         checked,
@@ -667,4 +710,69 @@ proptest! {
         prop_assert!(!out.contains(secret.as_str()), "{:?}", out);
         prop_assert!(!out.contains(other.as_str()), "{:?}", out);
     }
+}
+
+fn patched_github(name: &str, patch: impl FnOnce(&mut serde_json::Value)) -> EventOutcome {
+    let mut value: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture_dir("github-events").join(name)).unwrap(),
+    )
+    .unwrap();
+    patch(&mut value);
+    let event = name.split('.').next().unwrap();
+    from_actions_explained(
+        event,
+        &value.to_string(),
+        Path::new(name),
+        &StartRules::default(),
+    )
+    .unwrap()
+}
+
+/// Only a finished run of a Replan pull request branch in this repository, with a verdict on
+/// the work, continues a thread.
+#[test]
+fn ci_runs_on_other_branches_forks_or_without_a_verdict_are_ignored() {
+    for (why, patch) in [
+        (
+            "not a Replan branch",
+            Box::new(|v: &mut serde_json::Value| v["workflow_run"]["head_branch"] = "main".into())
+                as Box<dyn FnOnce(&mut serde_json::Value)>,
+        ),
+        (
+            "the work branch",
+            Box::new(|v: &mut serde_json::Value| {
+                v["workflow_run"]["head_branch"] = "replan/work/issue-1".into()
+            }),
+        ),
+        (
+            "a fork's branch of the same name",
+            Box::new(|v: &mut serde_json::Value| {
+                v["workflow_run"]["head_repository"]["full_name"] = "mallory/Hello-World".into()
+            }),
+        ),
+        (
+            "cancelled",
+            Box::new(|v: &mut serde_json::Value| {
+                v["workflow_run"]["conclusion"] = "cancelled".into()
+            }),
+        ),
+    ] {
+        let outcome = patched_github("workflow_run.completed.0.json", patch);
+        assert!(
+            matches!(outcome, EventOutcome::Ignored { .. }),
+            "{why}: {outcome:?}"
+        );
+    }
+    let requested = patched_github("workflow_run.completed.0.json", |v| {
+        v["action"] = "requested".into()
+    });
+    assert!(matches!(requested, EventOutcome::Ignored { .. }));
+    let passed = patched_github("workflow_run.completed.0.json", |v| {
+        v["workflow_run"]["conclusion"] = "success".into();
+        v["workflow_run"]["head_branch"] = "replan/issue-7-2".into();
+    });
+    let EventOutcome::Run(t) = passed else {
+        panic!("{passed:?}")
+    };
+    assert_eq!(t.thread, Some(ThreadRef::issue(7)));
 }

@@ -1,5 +1,6 @@
 //! The CI path shared by the forges: gate, config for the actor, the cycle or the sweep.
 
+use super::ci_round::Round;
 use super::context::{
     Connection, Ctx, load_thread, notice_effects, recorded_forge, recorded_history, redact_fn,
     replay_spool, start_rules,
@@ -87,7 +88,7 @@ pub(super) async fn ci_run(
     }
 
     // The whole config, with the remote layer for the person who asked.
-    if !matches!(trigger.request, Request::Sweep) {
+    if !matches!(trigger.request, Request::Sweep | Request::CiResult(_)) {
         ctx.load.user = Some(trigger.actor.login.clone());
     }
     let loaded = config::load(&ctx.load)
@@ -153,6 +154,40 @@ pub(super) async fn ci_run(
     };
     if verdict != Verdict::Go {
         return not_acting(forge.as_ref(), Some(thread), verdict).await;
+    }
+    let mut history = history;
+    if let Request::CiResult(run) = &trigger.request {
+        let round = super::ci_round::prepare(
+            &ctx,
+            forge.as_ref(),
+            backend.as_ref(),
+            reporters(thread).as_ref(),
+            thread,
+            run,
+            &history,
+        )
+        .await?;
+        match round {
+            Round::NotOurs(reason) => {
+                return not_acting(forge.as_ref(), Some(thread), Verdict::Silent(reason)).await;
+            }
+            Round::Recorded => return Ok(Exit::Ok),
+            Round::Fix(fixing) => {
+                trigger.request = Request::CiResult(fixing);
+                history = load_thread(backend.as_ref(), &thread).await?;
+                let result = cycle_on_thread(
+                    &ctx,
+                    forge.clone(),
+                    backend.clone(),
+                    reporters(thread),
+                    thread,
+                    &trigger,
+                    Some(history),
+                )
+                .await;
+                return finish(&ctx, result);
+            }
+        }
     }
     // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
     let react_to = trigger

@@ -39,6 +39,7 @@ fn request_name(request: &Request) -> String {
         Request::Sweep => "sweep".into(),
         Request::FetchComment { .. } => "fetch_comment".into(),
         Request::Ignore { .. } => "ignore".into(),
+        Request::CiResult(_) => "ci_result".into(),
     }
 }
 
@@ -131,6 +132,9 @@ pub(super) async fn cycle_on_thread(
     }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    if let Request::CiResult(run) = &request {
+        tool_context.pull_request_branch = Some(run.branch.clone());
+    }
     if forge.kind() == ForgeKind::GitLab {
         // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
         if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {

@@ -149,6 +149,11 @@ impl GitHubClient {
         })
     }
 
+    /// The API layer itself, for the answers that are not JSON (a job's log).
+    pub fn api(&self) -> &Api {
+        &self.api
+    }
+
     /// The octocrab for reads and writes that may be repeated.
     pub fn octocrab(&self) -> &Octocrab {
         &self.crabs().safe

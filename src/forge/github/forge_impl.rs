@@ -269,6 +269,17 @@ impl Forge for GitHubForge {
         Ok(())
     }
 
+    async fn branch_tip(&self, branch: &str) -> ForgeResult<Option<String>> {
+        super::ci_runs::branch_tip(&self.client, branch).await
+    }
+
+    async fn ci_failures(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Vec<crate::forge::ci::CiFailure>> {
+        super::ci_runs::ci_failures(&self.client, run).await
+    }
+
     async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         let path = self
             .client

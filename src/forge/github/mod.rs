@@ -3,6 +3,7 @@
 //!
 //! [`Forge`]: crate::forge::Forge
 
+mod ci_runs;
 pub mod client;
 pub mod forge_impl;
 pub mod history_branch;

@@ -117,6 +117,19 @@ impl GitLabClient {
         format!("/projects/{}{rest}", self.project)
     }
 
+    /// The last `keep` bytes of a text answer (a job's trace).
+    pub async fn get_text_tail(
+        &self,
+        path: &str,
+        keep: usize,
+        what: &str,
+    ) -> Result<String, ForgeError> {
+        self.api
+            .get_text_tail(path, keep)
+            .await
+            .map_err(|e| forge_error(e, what))
+    }
+
     pub async fn get(&self, path: &str, what: &str) -> Result<Response, ForgeError> {
         let sent = self.api.send(Method::GET, path, None, Replay::Safe, what);
         answer(sent.await, what)

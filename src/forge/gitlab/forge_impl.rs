@@ -293,6 +293,17 @@ impl Forge for GitLabForge {
 
     /// The member's exact access level, which the gate compares with
     /// `gitlab.min_access_level`.
+    async fn branch_tip(&self, branch: &str) -> ForgeResult<Option<String>> {
+        super::pipelines::branch_tip(&self.client, branch).await
+    }
+
+    async fn ci_failures(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Vec<crate::forge::ci::CiFailure>> {
+        super::pipelines::ci_failures(&self.client, run).await
+    }
+
     async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         Ok(Permission::GitLabAccess(self.access_level(user).await?))
     }

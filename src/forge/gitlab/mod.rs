@@ -7,6 +7,7 @@
 pub(crate) mod client;
 pub(crate) mod forge_impl;
 pub(crate) mod history_branch;
+mod pipelines;
 pub(crate) mod token;
 
 pub use client::{GitLabClient, RetryPolicy};

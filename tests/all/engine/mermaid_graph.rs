@@ -10,7 +10,7 @@ use replan::report::checklist::{self, ChecklistContext};
 use replan::report::mermaid;
 use std::collections::BTreeSet;
 
-fn task(id: &str, description: &str, dependencies: &[&str]) -> Subtask {
+pub(super) fn task(id: &str, description: &str, dependencies: &[&str]) -> Subtask {
     Subtask {
         id: id.into(),
         description: description.into(),
@@ -22,7 +22,7 @@ fn task(id: &str, description: &str, dependencies: &[&str]) -> Subtask {
 /// Ids that differ only in punctuation or non-ASCII letters, and descriptions a hostile or careless
 /// model writes: quotes, brackets, backticks, newlines (one closing the markdown fence), `#`, `;`,
 /// `|`, HTML, entity codes, mermaid keywords and comments, non-ASCII.
-fn hostile_plan() -> Plan {
+pub(super) fn hostile_plan() -> Plan {
     let subtasks = vec![
         task("task-1", "Read \"docs\" and 'notes'", &[]),
         task(

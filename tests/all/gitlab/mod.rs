@@ -2,6 +2,7 @@
 //! of the built binary in a GitLab CI job are in `pipeline.rs` and `e2e.rs`.
 
 pub(crate) mod ci_job;
+mod ci_result;
 mod e2e;
 mod fanout_split;
 mod gate;

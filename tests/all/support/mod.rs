@@ -8,6 +8,7 @@ pub mod client;
 pub mod fake_github;
 pub mod fake_gitlab;
 pub mod faults;
+pub mod gfm;
 pub mod git;
 pub mod git_http;
 pub mod git_objects;

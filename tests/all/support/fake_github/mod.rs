@@ -5,6 +5,8 @@
 //! One fake serves one repository (`octo/widgets` unless started with another name).
 //! Tests seed and inspect it through the methods below; every request is logged.
 
+mod actions;
+pub use actions::Job;
 mod git_data;
 mod json;
 pub use json::date;
@@ -106,6 +108,9 @@ pub(crate) struct State {
     faults: FaultQueue,
     ref_hooks: Vec<RefHook>,
     requests: Vec<LoggedRequest>,
+    actions: actions::Actions,
+    /// Where signed log URLs point (another host), once a job log was seeded.
+    blob_url: Option<String>,
 }
 
 impl State {
@@ -185,6 +190,7 @@ fn branch_ref(branch: &str) -> String {
 pub struct FakeGitHub {
     state: Arc<Mutex<State>>,
     server: TestServer,
+    blobs: std::sync::OnceLock<actions::BlobHost>,
 }
 
 impl FakeGitHub {
@@ -217,10 +223,16 @@ impl FakeGitHub {
             faults: FaultQueue::default(),
             ref_hooks: Vec::new(),
             requests: Vec::new(),
+            actions: actions::Actions::default(),
+            blob_url: None,
         }));
         let handler_state = state.clone();
         let server = TestServer::start(Arc::new(move |request| handle(&handler_state, request)));
-        let fake = FakeGitHub { state, server };
+        let fake = FakeGitHub {
+            state,
+            server,
+            blobs: std::sync::OnceLock::new(),
+        };
         {
             let mut state = fake.lock();
             state.base_url = fake.server.base_url();
@@ -477,6 +489,23 @@ impl FakeGitHub {
     }
 
     /// Creates (or moves) a branch to an existing commit.
+    /// A finished workflow run `run_id` with these jobs; each job's log is served from another
+    /// host through a signed URL, as GitHub does.
+    pub fn seed_workflow_run(&self, run_id: u64, jobs: Vec<Job>) {
+        let blobs = self.blobs.get_or_init(actions::BlobHost::start);
+        for job in &jobs {
+            blobs.logs.lock().unwrap().insert(job.id, job.log.clone());
+        }
+        let mut state = self.lock();
+        state.blob_url = Some(blobs.server.base_url());
+        state.actions.runs.insert(run_id, jobs);
+    }
+
+    /// A check suite's check runs (GitHub's JSON for each).
+    pub fn seed_check_suite(&self, suite_id: u64, check_runs: Vec<serde_json::Value>) {
+        self.lock().actions.check_runs.insert(suite_id, check_runs);
+    }
+
     pub fn set_ref(&self, branch: &str, sha: &str) {
         self.lock().refs.insert(branch_ref(branch), sha.to_string());
     }

@@ -68,6 +68,9 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
             Err(_) => not_found(),
         },
         (_, ["git", ..]) | (_, ["contents", ..]) => git_data::route(state, request, method, rest),
+        ("GET", ["actions", ..]) | ("GET", ["check-suites", ..]) => {
+            super::actions::route(state, rest)
+        }
         _ => not_found(),
     }
 }

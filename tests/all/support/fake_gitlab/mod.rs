@@ -129,6 +129,8 @@ pub(crate) struct State {
     faults: FaultQueue,
     commit_hooks: Vec<CommitHook>,
     requests: Vec<LoggedRequest>,
+    /// Pipeline id → its jobs: (job id, name, status, trace).
+    pipelines: BTreeMap<u64, Vec<(u64, String, String, String)>>,
 }
 
 impl State {
@@ -233,6 +235,7 @@ impl FakeGitLab {
             faults: FaultQueue::default(),
             commit_hooks: Vec::new(),
             requests: Vec::new(),
+            pipelines: BTreeMap::new(),
         }));
         let handler_state = state.clone();
         let server = TestServer::start(Arc::new(move |request| handle(&handler_state, request)));
@@ -273,6 +276,17 @@ impl FakeGitLab {
 
     pub fn job_token(&self) -> String {
         self.lock().job_token.clone()
+    }
+
+    /// A finished pipeline with these jobs: (job id, name, `success`/`failed`, trace).
+    pub fn seed_pipeline(&self, id: u64, jobs: &[(u64, &str, &str, &str)]) {
+        let jobs = jobs
+            .iter()
+            .map(|(id, name, status, trace)| {
+                (*id, (*name).into(), (*status).into(), (*trace).into())
+            })
+            .collect();
+        self.lock().pipelines.insert(id, jobs);
     }
 
     pub fn project_id(&self) -> u64 {

@@ -122,6 +122,20 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
         }
         ("GET", ["members", "all", user_id]) => member(state, user_id),
         (_, ["repository", ..]) => repository::route(state, request, method, rest),
+        ("GET", ["pipelines", id, "jobs"]) => pipeline_jobs(state, request, id),
+        ("GET", ["jobs", id, "trace"]) => {
+            let id = parse(id);
+            let trace = state
+                .pipelines
+                .values()
+                .flatten()
+                .find(|job| Some(job.0) == id)
+                .map(|job| job.3.clone());
+            match trace {
+                Some(trace) => FakeResponse::text(200, &trace),
+                None => not_found("Job"),
+            }
+        }
         _ => message(404, "404 Not Found"),
     }
 }
@@ -381,4 +395,26 @@ fn list_merge_requests(state: &State, request: &FakeRequest) -> FakeResponse {
         .map(|mr| shapes::merge_request(state, mr))
         .collect();
     shapes::paginate(state, request, items)
+}
+
+/// `GET /pipelines/:id/jobs`, filtered by `scope[]` as GitLab does.
+fn pipeline_jobs(state: &State, request: &FakeRequest, id: &str) -> FakeResponse {
+    let Some(jobs) = parse(id).and_then(|id| state.pipelines.get(&id)) else {
+        return not_found("Pipeline");
+    };
+    let scope = request.query_param("scope[]");
+    let jobs: Vec<Value> = jobs
+        .iter()
+        .filter(|job| scope.as_deref().is_none_or(|s| s == job.2))
+        .map(|(id, name, status, _)| {
+            json!({
+                "id": id,
+                "name": name,
+                "status": status,
+                "allow_failure": false,
+                "web_url": format!("{}/-/jobs/{id}", state.base_url),
+            })
+        })
+        .collect();
+    FakeResponse::json(200, &Value::Array(jobs))
 }
