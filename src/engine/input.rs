@@ -41,4 +41,9 @@ pub enum EngineInput {
     },
     /// The scheduled sweep: continue on the stated assumptions when a question timed out.
     Sweep,
+    /// A review of the pull request Replan opened for this thread: a partial replan of the
+    /// current plan with the review threads as feedback (issue 38).
+    Review {
+        round: crate::history::review::ReviewRound,
+    },
 }

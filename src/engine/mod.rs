@@ -20,6 +20,7 @@ pub mod phases;
 pub mod prompts;
 pub mod refine;
 pub mod replan;
+pub mod review_feedback;
 pub mod scope;
 pub mod step;
 pub mod worktree;

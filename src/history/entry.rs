@@ -371,6 +371,10 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_output: Option<String>,
     },
+    /// A review of the thread's pull request, taken as this cycle's input (issue 38).
+    Review {
+        round: super::review::ReviewRound,
+    },
 }
 }
 
@@ -397,6 +401,7 @@ impl EntryBody {
             EntryBody::Usage { .. } => "usage",
             EntryBody::Completion { .. } => "completion",
             EntryBody::RunFinished { .. } => "run_finished",
+            EntryBody::Review { .. } => "review",
         }
     }
 }

@@ -330,6 +330,7 @@ const KNOWN_TYPES: &[&str] = &[
     "usage",
     "completion",
     "run_finished",
+    "review",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {

@@ -17,6 +17,7 @@ pub mod object_id;
 pub mod outcome;
 pub mod prune;
 pub mod rebase;
+pub mod review;
 pub mod spool;
 pub(crate) mod state;
 pub mod stats;

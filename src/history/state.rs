@@ -153,6 +153,13 @@ pub struct SessionState {
     /// key is here may already have happened and is looked up before it is made again.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub effect_keys: std::collections::BTreeSet<String>,
+    /// The branch of the pull / merge request Replan opened for this thread (its `effect`
+    /// entry): later changes go to it, never to a second one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request_branch: Option<String>,
+    /// Reviews of that pull request taken as cycle inputs, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<super::review::ReviewState>,
 }
 
 impl SessionState {
@@ -437,11 +444,34 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             }
         }
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id),
-        EntryBody::Effect { key, .. } => {
+        EntryBody::Effect {
+            key,
+            effect,
+            target,
+            ..
+        } => {
             s.effect_keys.insert(key);
+            if effect == super::entry::EffectKind::PullRequest && target.is_some() {
+                s.pull_request_branch = target;
+            }
+        }
+        EntryBody::Review { round } => {
+            s.reviews.retain(|r| r.round.review_id != round.review_id);
+            s.reviews.push(super::review::ReviewState {
+                round,
+                answers: None,
+            });
         }
         EntryBody::Usage { usage } => s.usage.add(&usage),
-        EntryBody::Completion { completion } => s.completion = Some(*completion),
+        EntryBody::Completion { completion } => {
+            // A completion after a review round answers it (with no answers, none addressed).
+            if let Some(review) = s.reviews.last_mut().filter(|r| r.answers.is_none())
+                && completion.done
+            {
+                review.answers = Some(completion.review_threads.clone());
+            }
+            s.completion = Some(*completion)
+        }
         EntryBody::RunFinished {
             status,
             structured_output,
@@ -536,6 +566,18 @@ fn apply_approval(s: &mut SessionState, subject: &Value, verdict: ApprovalDecisi
             let phase = d.phase;
             settle_decision(s, phase);
         }
+    }
+}
+
+impl SessionState {
+    /// The review round in progress or last answered for `review_id`.
+    pub fn review(&self, review_id: &str) -> Option<&super::review::ReviewState> {
+        self.reviews.iter().find(|r| r.round.review_id == review_id)
+    }
+
+    /// The review round whose cycle has not completed yet.
+    pub fn open_review(&self) -> Option<&super::review::ReviewState> {
+        self.reviews.last().filter(|r| r.answers.is_none())
     }
 }
 

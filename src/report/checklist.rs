@@ -164,6 +164,9 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
         }
         None => {}
     }
+    if let Some(review) = state.reviews.last() {
+        let _ = writeln!(out, "\n🔍 **{}**", review.line());
+    }
     if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
         out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");
     }

@@ -79,6 +79,8 @@ pub struct ToolContext {
     pub base_branch: Option<String>,
     /// Where forge writes record their idempotency keys before they are made.
     pub effects: Option<Arc<dyn EffectJournal>>,
+    /// The branch of the pull request Replan opened for the thread, when it did.
+    pub pull_request_branch: Option<String>,
 }
 
 impl ToolContext {
@@ -92,6 +94,7 @@ impl ToolContext {
             author: CommitAuthor::default(),
             base_branch: None,
             effects: None,
+            pull_request_branch: None,
         }
     }
 }
@@ -221,6 +224,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                     author: context.author.clone(),
                     default_base: context.base_branch.clone(),
                     effects: context.effects.clone(),
+                    existing_branch: context.pull_request_branch.clone(),
                 }),
                 None,
             ));

@@ -11,6 +11,7 @@ pub mod gitlab_event;
 mod markdown;
 pub(crate) mod permission;
 mod prose;
+pub mod review;
 pub mod sanitize;
 pub(crate) mod thread;
 mod timestamp;
@@ -21,6 +22,7 @@ pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, decide};
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
 pub use permission::Permission;
+pub use review::{ReviewComment, ReviewEvent, ReviewThread};
 pub use sanitize::sanitize_untrusted;
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 
@@ -105,6 +107,9 @@ pub enum Request {
     Ignore {
         reason: String,
     },
+    /// A review (or one comment of it) on a pull / merge request: it continues the thread that
+    /// opened the request when Replan opened it, else it reads as a comment does.
+    Review(ReviewEvent),
 }
 
 /// What the event parsers decide about an event.

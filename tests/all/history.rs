@@ -741,6 +741,7 @@ fn crafted_history() -> Vec<Entry> {
                     },
                     done: true,
                     comment: None,
+                    review_threads: vec![],
                 }),
             },
         ),

@@ -28,6 +28,13 @@ pub(super) struct ThreadRun {
     ctx: ChecklistContext,
 }
 
+impl ThreadRun {
+    /// The thread's state after the cycle, when one ran.
+    pub(super) fn state(&self) -> Option<&crate::history::SessionState> {
+        self.outcome.as_ref().map(|o| &o.state)
+    }
+}
+
 fn request_name(request: &Request) -> String {
     match request {
         Request::Start { .. } => "start".into(),
@@ -37,6 +44,7 @@ fn request_name(request: &Request) -> String {
         Request::Sweep => "sweep".into(),
         Request::FetchComment { .. } => "fetch_comment".into(),
         Request::Ignore { .. } => "ignore".into(),
+        Request::Review(_) => "review".into(),
     }
 }
 
@@ -127,6 +135,7 @@ pub(super) async fn cycle_on_thread(
     }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    tool_context.pull_request_branch = loaded.state.pull_request_branch.clone();
     if forge.kind() == ForgeKind::GitLab {
         // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
         if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {

@@ -366,6 +366,7 @@ pub fn request_for(input: &EngineInput) -> RunRequest {
             ("answer", author.clone(), None, Some(text.clone()))
         }
         EngineInput::Sweep => ("sweep", "replan".into(), None, None),
+        EngineInput::Review { round } => ("review", round.reviewer.clone(), None, None),
     };
     RunRequest {
         event: "test".into(),
