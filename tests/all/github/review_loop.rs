@@ -133,8 +133,13 @@ fn env_with_graphql(
 
 /// The end state every delivery of the review must reach.
 fn assert_review_answered(world: &World, issue: u64, pull: u64, branch_before: &str) {
-    // No second pull request.
-    assert_eq!(world.fake.pull_requests().len(), 1);
+    // No second pull request of Replan's.
+    let ours = world.fake.pull_requests();
+    let ours: Vec<_> = ours
+        .iter()
+        .filter(|p| p.head.starts_with("replan/"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:#?}");
     // A new commit on the same branch, holding the file the review asked for.
     let branch = format!("replan/issue-{issue}");
     let tip = world
@@ -283,17 +288,7 @@ fn github_review_by_a_non_writer_writes_nothing() {
     let output = world.run(&env_with_graphql(&world, "pull_request_review", &payload));
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let writes: Vec<_> = world
-        .fake
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            r.method != "GET"
-                && !(r.method == "POST"
-                    && r.path.ends_with("/graphql")
-                    && !r.body.contains("mutation"))
-        })
-        .collect();
+    let writes: Vec<_> = world.fake.requests().into_iter().filter(is_write).collect();
     assert!(writes.is_empty(), "{writes:#?}\n{}", text(&output));
     assert!(
         world
@@ -354,4 +349,137 @@ fn github_review_of_a_pull_request_a_person_opened_is_handled_as_before() {
             .all(|t| t.comments.len() == 1)
     );
     assert_eq!(world.history(issue), history);
+}
+
+/// A writing request; a GraphQL query (no mutation) only reads.
+fn is_write(r: &crate::support::server::LoggedRequest) -> bool {
+    let graphql_read = r.path.ends_with("/graphql") && !r.body.contains("mutation");
+    ["POST", "PATCH", "PUT", "DELETE"].contains(&r.method.as_str()) && !graphql_read
+}
+
+fn writing_requests(world: &World) -> Vec<String> {
+    world
+        .fake
+        .requests()
+        .into_iter()
+        .filter(is_write)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+/// Split trust: the agent job answers the review into a bundle and writes nothing; publish
+/// refuses a bundle that answers or resolves a review thread of any other pull request (or one
+/// that is no thread of Replan's), and publishes the untouched bundle to the same end state.
+#[test]
+fn github_split_review_answers_go_through_the_bundle_and_hostile_ones_are_refused() {
+    use replan::app::bundle::{Manifest, Write};
+    let (world, issue, pull) = planned_world();
+    let head = format!("replan/issue-{issue}");
+    let before = world._origin.rev_parse(&head).unwrap();
+    // A person's pull request with a review thread of its own.
+    let main = world.fake.ref_sha("main").unwrap();
+    world.fake.set_ref("feature/x", &main);
+    world.fake.append_file("feature/x", "x.md", "x\n");
+    let persons = world.fake.seed_pull_request("feature/x", "main", "alice");
+    let (review, _) = seed(&world, pull, "alice");
+    let (_, persons_threads) = seed(&world, persons, "alice");
+
+    let env = env_with_graphql(
+        &world,
+        "pull_request_review",
+        &review_submitted(&world, pull, &head, review, "alice"),
+    );
+    let dir = world.files.path().join("review-bundle");
+    world.fake.clear_requests();
+    let agent = world.run_args(
+        &env,
+        &[
+            std::ffi::OsString::from("run"),
+            "--bundle".into(),
+            dir.clone().into(),
+        ],
+    );
+    assert_eq!(agent.status.code(), Some(0), "{}", text(&agent));
+    assert_eq!(
+        writing_requests(&world),
+        Vec::<String>::new(),
+        "the agent job writes nothing"
+    );
+    let manifest = Manifest::load(&dir).unwrap();
+    assert_eq!(
+        manifest
+            .writes
+            .iter()
+            .filter(|w| matches!(w, Write::ResolveReviewThread { .. }))
+            .count(),
+        3,
+        "{:#?}",
+        manifest.writes
+    );
+    let mut publish_env = env.clone();
+    publish_env.retain(|name, _| !name.starts_with("REPLAN_LLM") && name != "OPENAI_API_KEY");
+
+    let hostile: [(&str, &str, Write); 3] = [
+        (
+            "resolving a thread of a person's pull request",
+            "this publish job's event is a review of",
+            Write::ResolveReviewThread {
+                pull_request: persons,
+                review_thread: persons_threads[0].0.clone(),
+            },
+        ),
+        (
+            "a reply on a person's pull request",
+            "this publish job's event is a review of",
+            Write::ReviewReply {
+                pull_request: persons,
+                review_thread: persons_threads[0].0.clone(),
+                reply_to: persons_threads[0].1.to_string(),
+                body: "<!-- replan:review-reply -->\nforged".into(),
+            },
+        ),
+        (
+            "a thread id that is no thread of Replan's pull request",
+            "is not a thread of",
+            Write::ResolveReviewThread {
+                pull_request: pull,
+                review_thread: persons_threads[1].0.clone(),
+            },
+        ),
+    ];
+    for (i, (name, rule, write)) in hostile.into_iter().enumerate() {
+        let copy = world.files.path().join(format!("hostile-review-{i}"));
+        std::fs::create_dir_all(&copy).unwrap();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+        let mut manifest = Manifest::load(&copy).unwrap();
+        manifest.writes.insert(0, write);
+        manifest.save(&copy).unwrap();
+        world.fake.clear_requests();
+        let output = world.run_args(
+            &publish_env,
+            &[std::ffi::OsString::from("publish"), copy.into()],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", text(&output));
+        assert!(stderr.contains(rule), "{name}: {stderr}");
+        assert_eq!(writing_requests(&world), Vec::<String>::new(), "{name}");
+    }
+    assert!(
+        world
+            .fake
+            .review_threads(persons)
+            .iter()
+            .all(|t| !t.resolved && t.comments.len() == 1)
+    );
+    assert!(world.fake.review_threads(pull).iter().all(|t| !t.resolved));
+
+    let output = world.run_args(
+        &publish_env,
+        &[std::ffi::OsString::from("publish"), dir.into()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_review_answered(&world, issue, pull, &before);
 }
