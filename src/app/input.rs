@@ -3,9 +3,10 @@
 
 use crate::engine::EngineInput;
 use crate::history::SessionState;
+use crate::history::review::{ReviewRound, ReviewThreadInput};
 use crate::history::state::Pending;
 use crate::plan::Phase;
-use crate::trigger::{Command, ReplanScope, Request, sanitize_untrusted};
+use crate::trigger::{Command, ReplanScope, Request, ReviewEvent, sanitize_untrusted};
 
 /// The engine's input, or why there is nothing to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +99,54 @@ pub fn decide(
                 run.branch, run.conclusion
             )),
         },
+        Request::Review(review) => review_round(review, &author, state),
     }
+}
+
+/// The review's open threads as the next round of the thread's reviews, sanitised: the
+/// reviewer's comments of this review, with where they point.
+fn review_round(review: &ReviewEvent, author: &str, state: &SessionState) -> Decided {
+    if state.review(&review.review_id).is_some() {
+        return Decided::Nothing(format!("review {} was taken up already", review.review_id));
+    }
+    let threads: Vec<ReviewThreadInput> = review
+        .threads
+        .iter()
+        .filter(|t| !t.resolved && t.belongs_to(&review.review_id))
+        .filter_map(|t| {
+            let first = t.comments.first()?;
+            let text = t
+                .comments
+                .iter()
+                .map(|c| format!("@{}: {}", c.author, sanitize_untrusted(&c.body)))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            Some(ReviewThreadInput {
+                id: t.id.clone(),
+                reply_to: first.id.clone(),
+                path: sanitize_untrusted(&t.path),
+                start_line: t.start_line,
+                line: t.line,
+                diff_hunk: sanitize_untrusted(&t.diff_hunk),
+                text,
+            })
+        })
+        .collect();
+    if threads.is_empty() {
+        return Decided::Nothing(format!(
+            "review {} has no open review thread to work on",
+            review.review_id
+        ));
+    }
+    Decided::Run(EngineInput::Review {
+        round: ReviewRound {
+            pull_request: review.pull_request,
+            review_id: review.review_id.clone(),
+            reviewer: author.to_owned(),
+            round: state.reviews.len() as u32 + 1,
+            threads,
+        },
+    })
 }
 
 #[cfg(test)]

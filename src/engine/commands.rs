@@ -113,6 +113,10 @@ pub async fn handle(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cycle
         EngineInput::Budget { amount, author } => {
             super::budget_command::handle(cx, batch, amount.as_ref(), author)
         }
+        EngineInput::Review { round } => {
+            review_replan(batch, round);
+            fx
+        }
     })
 }
 
@@ -193,6 +197,40 @@ fn human_replan(batch: &mut Batch, target: Option<Phase>, reason: Option<&str>, 
         replan_id: format!("replan-{n}"),
         phase: Phase::Execution,
         trigger_key: format!("human:{}:{}", phase.as_str(), n),
+        llm_decision: decision,
+        confidence: 1.0,
+        executed: true,
+        override_reason: None,
+        result: DecisionResult::Success,
+        duration_ms: 0,
+        trigger: Some(ReplanTrigger::HumanRequest),
+        parse_error: None,
+        raw_reply: None,
+        restart_phase: Some(phase),
+    })));
+}
+
+/// A review round: recorded (so later events of the same review stay silent), then a
+/// `partial_replan` from the task decomposition: the done tasks stay done, and the revised plan
+/// adds the tasks the review asks for. The review threads are feedback, quoted as data.
+fn review_replan(batch: &mut Batch, round: &crate::history::review::ReviewRound) {
+    batch.push(EntryBody::Review {
+        round: round.clone(),
+    });
+    let phase = Phase::TaskDecomposition;
+    let decision = ReplanDecision {
+        replan_needed: true,
+        confidence: 1.0,
+        reasoning: super::review_feedback::feedback(round),
+        replan_type: ReplanType::PartialReplan,
+        target_phase: Some(phase),
+        ..ReplanDecision::default()
+    };
+    let n = batch.state.decisions.len() + 1;
+    batch.push(EntryBody::ReplanDecision(Box::new(DecisionRecord {
+        replan_id: format!("replan-{n}"),
+        phase: Phase::Execution,
+        trigger_key: format!("review:{}:{}", round.review_id, n),
         llm_decision: decision,
         confidence: 1.0,
         executed: true,

@@ -49,4 +49,9 @@ pub enum EngineInput {
         amount: Option<crate::trigger::BudgetAmount>,
         author: String,
     },
+    /// A review of the pull request Replan opened for this thread: a partial replan of the
+    /// current plan with the review threads as feedback (issue 38).
+    Review {
+        round: crate::history::review::ReviewRound,
+    },
 }

@@ -24,6 +24,7 @@ pub mod plan_gate;
 pub mod prompts;
 pub mod refine;
 pub mod replan;
+pub mod review_feedback;
 pub mod scope;
 pub mod step;
 pub mod worktree;

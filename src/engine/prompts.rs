@@ -150,7 +150,8 @@ pub const BUDGETS: &[(&str, usize)] = &[
     ("task_judge", 850),
     ("task_split", 1_500),
     ("task_alternatives", 1_500),
-    ("completion", 500),
+    // Room for one answer per review thread after a review round.
+    ("completion", 1_500),
     ("legacy", 1_500),
 ];
 

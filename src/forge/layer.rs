@@ -5,9 +5,9 @@
 
 use super::{
     Comment, CommentRef, Forge, ForgeResult, Permission, PullRequestRef, PullRequestRequest,
-    Reaction, ReactionTarget, Thread,
+    Reaction, ReactionTarget, ReviewThreadRef, Thread,
 };
-use crate::trigger::{ForgeKind, ThreadRef};
+use crate::trigger::{ForgeKind, ReviewThread, ThreadRef};
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -70,6 +70,23 @@ pub trait ForgeLayer: Send + Sync {
         request: &PullRequestRequest,
     ) -> ForgeResult<PullRequestRef> {
         next.open_pull_request(request).await
+    }
+
+    async fn reply_to_review_thread(
+        &self,
+        next: &dyn Forge,
+        at: ReviewThreadRef<'_>,
+        body: &str,
+    ) -> ForgeResult<()> {
+        next.reply_to_review_thread(at, body).await
+    }
+
+    async fn resolve_review_thread(
+        &self,
+        next: &dyn Forge,
+        at: ReviewThreadRef<'_>,
+    ) -> ForgeResult<()> {
+        next.resolve_review_thread(at).await
     }
 }
 
@@ -160,5 +177,20 @@ impl<L: ForgeLayer> Forge for Layered<L> {
 
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         self.layer.find_pull_request(self.next(), key).await
+    }
+
+    async fn review_threads(&self, pull_request: u64) -> ForgeResult<Vec<ReviewThread>> {
+        self.inner.review_threads(pull_request).await
+    }
+
+    async fn reply_to_review_thread(&self, at: ReviewThreadRef<'_>, body: &str) -> ForgeResult<()> {
+        let body = self.layer.outgoing(body);
+        self.layer
+            .reply_to_review_thread(self.next(), at, &body)
+            .await
+    }
+
+    async fn resolve_review_thread(&self, at: ReviewThreadRef<'_>) -> ForgeResult<()> {
+        self.layer.resolve_review_thread(self.next(), at).await
     }
 }

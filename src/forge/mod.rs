@@ -10,7 +10,7 @@ pub mod marker;
 pub(crate) mod redacting;
 
 pub use crate::trigger::Permission;
-use crate::trigger::{ForgeKind, ThreadRef};
+use crate::trigger::{ForgeKind, ReviewThread, ThreadRef};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -123,11 +123,26 @@ pub enum ForgeError {
 
 pub type ForgeResult<T> = Result<T, ForgeError>;
 
+fn unsupported(kind: ForgeKind, what: &str) -> ForgeError {
+    ForgeError::Other(format!("{what}: not supported on {kind:?}"))
+}
+
 /// One comment of a thread: what reading and editing a comment address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommentRef<'a> {
     pub thread: &'a ThreadRef,
     pub id: &'a str,
+}
+
+/// A review thread of a pull / merge request, as the writes that answer it address it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewThreadRef<'a> {
+    /// The pull / merge request's number.
+    pub pull_request: u64,
+    /// GitHub: the thread's node id; GitLab: the discussion id.
+    pub thread: &'a str,
+    /// GitHub: the comment a reply goes to (the thread's first); GitLab: unused.
+    pub reply_to: &'a str,
 }
 
 /// What a reaction goes on: the thread itself (`comment_id` None) or one of its comments.
@@ -204,6 +219,31 @@ pub trait Forge: Send + Sync {
             run.branch,
             self.kind()
         )))
+    }
+
+    /// The review threads (GitHub) or diff discussions (GitLab) of a pull / merge request.
+    async fn review_threads(&self, pull_request: u64) -> ForgeResult<Vec<ReviewThread>> {
+        Err(unsupported(
+            self.kind(),
+            &format!("listing the review threads of #{pull_request}"),
+        ))
+    }
+
+    /// A reply in a review thread.
+    async fn reply_to_review_thread(&self, at: ReviewThreadRef<'_>, body: &str) -> ForgeResult<()> {
+        let _ = body;
+        Err(unsupported(
+            self.kind(),
+            &format!("replying in review thread {}", at.thread),
+        ))
+    }
+
+    /// Mark a review thread resolved.
+    async fn resolve_review_thread(&self, at: ReviewThreadRef<'_>) -> ForgeResult<()> {
+        Err(unsupported(
+            self.kind(),
+            &format!("resolving review thread {}", at.thread),
+        ))
     }
 
     /// The user's access as the gate weighs it: a failed look-up becomes

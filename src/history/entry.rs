@@ -393,6 +393,10 @@ pub enum EntryBody {
     /// A CI run finished on the thread's pull request branch (issue 37): the verification the
     /// repository's own CI gives, and, for a failure, whether it started a fixing round.
     CiResult(Box<CiResult>),
+    /// A review of the thread's pull request, taken as this cycle's input (issue 38).
+    Review {
+        round: super::review::ReviewRound,
+    },
 }
 }
 
@@ -440,6 +444,7 @@ impl EntryBody {
             EntryBody::RunFinished { .. } => "run_finished",
             EntryBody::Budget { .. } => "budget",
             EntryBody::CiResult(_) => "ci_result",
+            EntryBody::Review { .. } => "review",
         }
     }
 }

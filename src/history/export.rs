@@ -546,6 +546,16 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                         .unwrap_or_default()
                 );
             }
+            EntryBody::Review { round } => {
+                let _ = writeln!(
+                    out,
+                    "**Review #{} by @{}** of pull request #{} ({at}): {} threads\n",
+                    round.round,
+                    round.reviewer,
+                    round.pull_request,
+                    round.threads.len()
+                );
+            }
         }
     }
 

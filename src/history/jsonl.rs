@@ -332,6 +332,7 @@ const KNOWN_TYPES: &[&str] = &[
     "run_finished",
     "budget",
     "ci_result",
+    "review",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {

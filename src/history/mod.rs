@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod plan_approval;
 pub mod prune;
 pub mod rebase;
+pub mod review;
 pub mod spool;
 pub(crate) mod state;
 pub mod stats;

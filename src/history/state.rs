@@ -160,6 +160,13 @@ pub struct SessionState {
     /// CI runs on the thread's pull request branch, in file order (`ci_result` entries).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ci_results: Vec<super::entry::CiResult>,
+    /// The branch of the pull / merge request Replan opened for this thread (its `effect`
+    /// entry): later changes go to it, never to a second one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request_branch: Option<String>,
+    /// Reviews of that pull request taken as cycle inputs, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<super::review::ReviewState>,
 }
 
 /// `/budget $N` / `/budget N tokens` as recorded in the thread's history.
@@ -468,8 +475,23 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             }
         }
         EntryBody::Checklist { comment_id } => s.checklist_comment_id = Some(comment_id),
-        EntryBody::Effect { key, .. } => {
+        EntryBody::Effect {
+            key,
+            effect,
+            target,
+            ..
+        } => {
             s.effect_keys.insert(key);
+            if effect == super::entry::EffectKind::PullRequest && target.is_some() {
+                s.pull_request_branch = target;
+            }
+        }
+        EntryBody::Review { round } => {
+            s.reviews.retain(|r| r.round.review_id != round.review_id);
+            s.reviews.push(super::review::ReviewState {
+                round,
+                answers: None,
+            });
         }
         EntryBody::Usage { mut usage, .. } => {
             // Spend only grows: a line that claims a negative or non-numeric cost adds nothing.
@@ -488,7 +510,15 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             }
         }
         EntryBody::CiResult(result) => s.ci_results.push(*result),
-        EntryBody::Completion { completion } => s.completion = Some(*completion),
+        EntryBody::Completion { completion } => {
+            // A completion after a review round answers it (with no answers, none addressed).
+            if let Some(review) = s.reviews.last_mut().filter(|r| r.answers.is_none())
+                && completion.done
+            {
+                review.answers = Some(completion.review_threads.clone());
+            }
+            s.completion = Some(*completion)
+        }
         EntryBody::RunFinished {
             status,
             structured_output,
@@ -583,6 +613,18 @@ fn apply_approval(s: &mut SessionState, subject: &Value, verdict: ApprovalDecisi
             let phase = d.phase;
             settle_decision(s, phase);
         }
+    }
+}
+
+impl SessionState {
+    /// The review round in progress or last answered for `review_id`.
+    pub fn review(&self, review_id: &str) -> Option<&super::review::ReviewState> {
+        self.reviews.iter().find(|r| r.round.review_id == review_id)
+    }
+
+    /// The review round whose cycle has not completed yet.
+    pub fn open_review(&self) -> Option<&super::review::ReviewState> {
+        self.reviews.last().filter(|r| r.answers.is_none())
     }
 }
 

@@ -190,6 +190,9 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
     if let Some(reached) = ctx.per_thread.overridden_by(state).reached(&state.usage) {
         let _ = writeln!(out, "\n💸 *{}*", reached.blocked_line());
     }
+    if let Some(review) = state.reviews.last() {
+        let _ = writeln!(out, "\n🔍 **{}**", review.line());
+    }
     if state.runs.last().and_then(|r| r.status) == Some(RunStatus::FannedOut) {
         out.push_str("\n🔀 *Waiting for the subtask jobs and their join.*\n");
     }

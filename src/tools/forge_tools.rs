@@ -173,25 +173,42 @@ impl Tool for PostCommentTool {
     }
 }
 
+pub struct OpenPullRequestTool {
+    pub forge: Arc<dyn Forge>,
+    pub thread: ThreadRef,
+    pub workspace: Workspace,
+    pub publisher: Arc<dyn Publisher>,
+    pub author: CommitAuthor,
+    /// Target branch when the call names none; else the checked-out branch, else `main`.
+    pub default_base: Option<String>,
+    /// Where the write's key is recorded before the push; None records nothing.
+    pub effects: Option<Arc<dyn EffectJournal>>,
+    /// The branch of the pull request Replan already opened for the thread: changes go there as
+    /// a new commit, and no second pull request is opened.
+    pub existing_branch: Option<String>,
+}
+
 impl OpenPullRequestTool {
-    /// The thread's pull request is open already: its branch gets the working tree as a new
-    /// commit (a fast-forward push), which updates the pull request.
-    async fn update_branch(&self, branch: &str, title: &str) -> ToolResult {
+    /// The thread's pull request is open already: one more commit on its branch.
+    async fn push_to_existing(&self, branch: &str, title: &str) -> ToolResult {
         let repo = self.workspace.root().to_path_buf();
-        let message = format!(
-            "{title}\n\nFurther changes made by Replan for {}.",
-            self.thread
-        );
-        let (author, protected) = (
-            self.author.clone(),
-            self.workspace.protected().entries().to_vec(),
-        );
+        let message = format!("{title}\n\nChanges made by Replan for {}.", self.thread);
+        let author = self.author.clone();
+        let protected = self.workspace.protected().entries().to_vec();
         let target = branch.to_owned();
         let commit = tokio::task::spawn_blocking(move || {
             super::git::commit_onto_branch(&repo, &target, &message, &author, &protected)
         })
         .await
         .map_err(|e| ToolError::new(ToolErrorKind::Failed, format!("open_pull_request: {e}")))??;
+        let Some(commit) = commit else {
+            return Ok(ToolOutput {
+                content: format!(
+                    "nothing new to commit: `{branch}` already holds these changes; the pull request already open for {} stays as it is (no second pull request)",
+                    self.thread
+                ),
+            });
+        };
         record(
             self.effects.as_ref(),
             "open_pull_request",
@@ -209,34 +226,18 @@ impl OpenPullRequestTool {
                 ToolError::new(
                     e.kind,
                     format!(
-                        "committed {commit} to `{branch}` but could not push it: {}",
+                        "committed {commit} to branch `{branch}` but could not publish it: {}",
                         e.message
                     ),
                 )
             })?;
         Ok(ToolOutput {
             content: format!(
-                "pushed commit {commit} to `{branch}`, the branch of the open pull request for {}: \
-                 the pull request is updated (no new one is opened)",
+                "pushed commit {commit} to `{branch}`: the pull request already open for {} is updated (no second pull request)",
                 self.thread
             ),
         })
     }
-}
-
-pub struct OpenPullRequestTool {
-    pub forge: Arc<dyn Forge>,
-    pub thread: ThreadRef,
-    pub workspace: Workspace,
-    pub publisher: Arc<dyn Publisher>,
-    pub author: CommitAuthor,
-    /// Target branch when the call names none; else the checked-out branch, else `main`.
-    pub default_base: Option<String>,
-    /// Where the write's key is recorded before the push; None records nothing.
-    pub effects: Option<Arc<dyn EffectJournal>>,
-    /// The branch of the thread's open pull request when the run continues it (a CI failure):
-    /// the work is pushed there as a new commit and no second pull request is opened.
-    pub pull_request_branch: Option<String>,
 }
 
 /// `replan/issue-5`, `replan/pr-5`, `replan/mr-5`.
@@ -252,14 +253,23 @@ pub fn branch_prefix(thread: &ThreadRef) -> String {
 #[async_trait]
 impl Tool for OpenPullRequestTool {
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "open_pull_request".into(),
-            description: format!(
+        let description = match &self.existing_branch {
+            Some(branch) => format!(
+                "Commit all changes in the working tree to `{branch}`, the branch of the pull / \
+                 merge request already open for {}, and push it (the request is updated; no \
+                 second one is opened). The working tree is left as it is.",
+                self.thread
+            ),
+            None => format!(
                 "Commit all changes in the working tree to a new branch `{}` and open a pull / \
                  merge request for {}. The working tree is left as it is.",
                 branch_prefix(&self.thread),
                 self.thread
             ),
+        };
+        ToolSpec {
+            name: "open_pull_request".into(),
+            description,
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -281,8 +291,8 @@ impl Tool for OpenPullRequestTool {
         }
         let body = args.opt_string("body")?.unwrap_or("").trim().to_owned();
         let base_arg = args.opt_string("base")?.map(str::to_owned);
-        if let Some(branch) = &self.pull_request_branch {
-            return self.update_branch(branch, &title).await;
+        if let Some(branch) = &self.existing_branch {
+            return self.push_to_existing(branch, &title).await;
         }
 
         let key = key_for(&[

@@ -301,45 +301,44 @@ pub fn commit_working_tree(
     commit_tree(repo, branch, &tree, &head, NO_COMMIT, message, author)
 }
 
-/// Commit every working-tree change on top of `branch` (taken from `origin` first, when there is
-/// one, so the commit follows what the forge holds): a pull request's branch gets further work
-/// as a new commit, pushed as a fast-forward. "nothing new" when the tree equals the branch's.
+/// Commit every working-tree change on top of `branch`'s tip (the local branch, fetched from
+/// `origin` when it is not here, else the remote-tracking one): the next commit of a pull request Replan already opened. Returns the
+/// commit id; `None` when the tree equals the tip's (nothing new to commit).
 pub fn commit_onto_branch(
     repo: &Path,
     branch: &str,
     message: &str,
     author: &CommitAuthor,
     protected: &[String],
-) -> Result<String, ToolError> {
+) -> Result<Option<String>, ToolError> {
     let local = format!("refs/heads/{branch}");
-    if git(repo, &["remote", "get-url", "origin"], &[]).is_ok() {
-        git(
+    let remote = format!("refs/remotes/origin/{branch}");
+    let tip = |name: &str| git(repo, &["rev-parse", "--verify", "--quiet", name], &[]).ok();
+    if tip(&local).is_none() && git(repo, &["remote", "get-url", "origin"], &[]).is_ok() {
+        // A fresh checkout has only what the trigger checked out: the branch is on origin.
+        let _ = git(
             repo,
-            &["fetch", "--quiet", "origin", &format!("+{local}:{local}")],
+            &["fetch", "--quiet", "origin", &format!("{local}:{local}")],
             &[],
-        )
-        .map_err(|e| {
-            ToolError::new(
+        );
+    }
+    let (parent, old) = match (tip(&local), tip(&remote)) {
+        (Some(local), _) => (local.trim().to_owned(), local.trim().to_owned()),
+        (None, Some(remote)) => (remote.trim().to_owned(), NO_COMMIT.to_owned()),
+        (None, None) => {
+            return Err(ToolError::new(
                 ToolErrorKind::Failed,
-                format!("could not fetch `{branch}`: {}", e.message),
-            )
-        })?;
-    }
-    let tip = git(repo, &["rev-parse", "--verify", "--quiet", &local], &[]).map_err(|_| {
-        ToolError::new(
-            ToolErrorKind::Failed,
-            format!("the pull request's branch `{branch}` is not in the repository"),
-        )
-    })?;
-    let tip = tip.trim().to_owned();
+                format!(
+                    "the pull request's branch `{branch}` is not in this checkout; fetch it (actions/checkout with `fetch-depth: 0`)"
+                ),
+            ));
+        }
+    };
     let tree = working_tree(repo, protected)?;
-    if tree == git(repo, &["rev-parse", &format!("{tip}^{{tree}}")], &[])?.trim() {
-        return Err(ToolError::new(
-            ToolErrorKind::Failed,
-            format!("nothing new: the working tree is what `{branch}` already holds"),
-        ));
+    if tree == git(repo, &["rev-parse", &format!("{parent}^{{tree}}")], &[])? {
+        return Ok(None);
     }
-    commit_tree(repo, branch, &tree, &tip, &tip, message, author)
+    commit_tree(repo, branch, &tree, &parent, &old, message, author).map(Some)
 }
 
 /// `update-ref`'s old value for "the ref must not exist yet", in SHA-1 and SHA-256 repositories

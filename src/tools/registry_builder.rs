@@ -79,7 +79,7 @@ pub struct ToolContext {
     pub base_branch: Option<String>,
     /// Where forge writes record their idempotency keys before they are made.
     pub effects: Option<Arc<dyn EffectJournal>>,
-    /// The thread's open pull request branch, when the run continues it (a CI failure).
+    /// The branch of the pull request Replan opened for the thread, when it did (or the branch a CI round continues).
     pub pull_request_branch: Option<String>,
 }
 
@@ -224,7 +224,7 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                     author: context.author.clone(),
                     default_base: context.base_branch.clone(),
                     effects: context.effects.clone(),
-                    pull_request_branch: context.pull_request_branch.clone(),
+                    existing_branch: context.pull_request_branch.clone(),
                 }),
                 None,
             ));

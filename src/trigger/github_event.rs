@@ -5,8 +5,8 @@
 
 use super::ci_run::{CiRun, CiVerdict, thread_of_branch};
 use super::{
-    Actor, EventOutcome, ForgeKind, Request, StartRules, ThreadKind, ThreadRef, Trigger,
-    TriggerComment, TriggerError, classify_comment, mentions, timestamp,
+    Actor, EventOutcome, ForgeKind, Request, ReviewEvent, StartRules, ThreadKind, ThreadRef,
+    Trigger, TriggerComment, TriggerError, classify_comment, mentions, timestamp,
 };
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -19,6 +19,7 @@ struct Payload {
     issue: Option<Issue>,
     pull_request: Option<Issue>,
     comment: Option<Comment>,
+    review: Option<Review>,
     label: Option<Label>,
     repository: Option<Repository>,
     sender: Option<User>,
@@ -61,6 +62,25 @@ struct Issue {
     pull_request: Option<Value>,
     /// `open` or `closed`.
     state: Option<String>,
+    /// A pull request's head (its branch).
+    head: Option<Head>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Head {
+    #[serde(rename = "ref")]
+    branch: Option<String>,
+    /// The repository the branch is in: a fork's pull request names the fork.
+    repo: Option<Repository>,
+}
+
+/// A `pull_request_review` event's review.
+#[derive(Debug, Deserialize)]
+struct Review {
+    id: Option<u64>,
+    user: Option<User>,
+    /// `approved`, `changes_requested`, `commented` (any case).
+    state: Option<String>,
 }
 
 impl Issue {
@@ -74,6 +94,8 @@ struct Comment {
     id: Option<u64>,
     body: Option<String>,
     user: Option<User>,
+    /// A review comment's review.
+    pull_request_review_id: Option<u64>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
     created_at: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
@@ -146,13 +168,14 @@ pub fn from_actions_explained(
             | "pull_request"
             | "pull_request_target"
             | "pull_request_review_comment"
+            | "pull_request_review"
             | "workflow_dispatch"
             | "schedule"
             | "workflow_run"
             | "check_suite"
     ) {
         return Ok(EventOutcome::ignored(format!(
-            "`{event_name}` events do not start Replan (it runs on issues, issue_comment, pull_request, pull_request_review_comment, workflow_dispatch, schedule, workflow_run and check_suite)"
+            "`{event_name}` events do not start Replan (it runs on issues, issue_comment, pull_request, pull_request_review, pull_request_review_comment, workflow_dispatch, schedule, workflow_run and check_suite)"
         )));
     }
     let payload: Payload = if event_name == "schedule" && payload_json.trim().is_empty() {
@@ -190,13 +213,16 @@ impl Ctx<'_> {
                 self.opened(ThreadKind::PullRequest, action)
             }
             ("issue_comment" | "pull_request_review_comment", "created")
+            | ("pull_request_review", "submitted")
                 if !self.rules.comments =>
             {
                 Ok(EventOutcome::ignored(
                     "comments do not start Replan here (`triggers.comments` is false)",
                 ))
             }
-            ("issue_comment" | "pull_request_review_comment", "created") => self.commented(),
+            ("issue_comment", "created") => self.commented(),
+            ("pull_request_review_comment", "created") => self.review_commented(),
+            ("pull_request_review", "submitted") => self.reviewed(),
             ("issue_comment" | "pull_request_review_comment", "edited") => {
                 Ok(EventOutcome::ignored(
                     "edited comments are not trusted; post a new comment instead",
@@ -455,6 +481,87 @@ impl Ctx<'_> {
             updated_at: comment.updated_at,
         });
         Ok(EventOutcome::run(trigger))
+    }
+
+    /// The pull request's head branch, which names the thread when Replan opened it; `None`
+    /// for a branch in another repository (a fork's branch may carry any name).
+    fn head_branch(&self) -> Result<Option<String>, TriggerError> {
+        let head = self
+            .payload
+            .pull_request
+            .as_ref()
+            .and_then(|pr| pr.head.as_ref());
+        let branch = head
+            .and_then(|head| head.branch.clone())
+            .ok_or_else(|| self.missing("pull_request.head.ref"))?;
+        let head_repo = head
+            .and_then(|head| head.repo.as_ref())
+            .and_then(|r| r.full_name.as_deref());
+        Ok((head_repo == Some(self.repo()?.as_str())).then_some(branch))
+    }
+
+    /// A review comment: a comment (as before) that also names its review, so that on Replan's
+    /// own pull request it joins the review's one cycle.
+    fn review_commented(&self) -> Result<EventOutcome, TriggerError> {
+        let outcome = self.commented()?;
+        let EventOutcome::Run(mut trigger) = outcome else {
+            return Ok(outcome);
+        };
+        let review_id = self
+            .payload
+            .comment
+            .as_ref()
+            .and_then(|c| c.pull_request_review_id);
+        if let (Some(review_id), Some(thread), Some(head_branch)) =
+            (review_id, trigger.thread, self.head_branch()?)
+        {
+            trigger.request = Request::Review(ReviewEvent {
+                pull_request: thread.number,
+                review_id: review_id.to_string(),
+                head_branch,
+                comment: trigger.comment.as_ref().map(|c| c.body.clone()),
+                threads: vec![],
+            });
+        }
+        Ok(EventOutcome::Run(trigger))
+    }
+
+    /// A submitted review that asks for changes or comments; an approval asks for nothing.
+    fn reviewed(&self) -> Result<EventOutcome, TriggerError> {
+        let review = self
+            .payload
+            .review
+            .as_ref()
+            .ok_or_else(|| self.missing("review"))?;
+        let state = review.state.as_deref().unwrap_or("").to_ascii_lowercase();
+        if !matches!(state.as_str(), "changes_requested" | "commented") {
+            return Ok(EventOutcome::ignored(format!(
+                "a review in state `{state}` asks for no change"
+            )));
+        }
+        let (thread, _) = self.thread()?;
+        let id = review.id.ok_or_else(|| self.missing("review.id"))?;
+        let actor = match review.user.as_ref() {
+            Some(user) => self.actor(Some(user), "review.user")?,
+            None => self.sender()?,
+        };
+        let Some(head_branch) = self.head_branch()? else {
+            return Ok(EventOutcome::ignored(
+                "a review of a pull request from another repository (Replan's own are not)",
+            ));
+        };
+        let request = Request::Review(ReviewEvent {
+            pull_request: thread.number,
+            review_id: id.to_string(),
+            head_branch,
+            comment: None,
+            threads: vec![],
+        });
+        Ok(EventOutcome::run(self.trigger(
+            Some(thread),
+            actor,
+            request,
+        )?))
     }
 
     fn dispatched(&self) -> Result<EventOutcome, TriggerError> {

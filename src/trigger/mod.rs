@@ -12,6 +12,7 @@ pub mod gitlab_event;
 mod markdown;
 pub(crate) mod permission;
 mod prose;
+pub mod review;
 pub mod sanitize;
 pub(crate) mod thread;
 mod timestamp;
@@ -23,6 +24,7 @@ pub use gate::{GateDecision, GateInput, GatePolicy, MARKER_PREFIX, decide};
 pub use github_event::{from_actions, from_actions_explained};
 pub use gitlab_event::from_gitlab;
 pub use permission::Permission;
+pub use review::{ReviewComment, ReviewEvent, ReviewThread};
 pub use sanitize::sanitize_untrusted;
 pub use thread::{ForgeKind, ThreadKind, ThreadRef};
 
@@ -110,6 +112,9 @@ pub enum Request {
     /// A CI run finished on a branch named like Replan's pull request branch of `thread`
     /// (whether it is one is checked against the thread's history before anything is written).
     CiResult(CiRun),
+    /// A review (or one comment of it) on a pull / merge request: it continues the thread that
+    /// opened the request when Replan opened it, else it reads as a comment does.
+    Review(ReviewEvent),
 }
 
 /// What the event parsers decide about an event.

@@ -744,6 +744,7 @@ fn crafted_history() -> Vec<Entry> {
                     },
                     done: true,
                     comment: None,
+                    review_threads: vec![],
                 }),
             },
         ),

@@ -5,9 +5,9 @@ use replan::outbound::Redactor;
 use replan::trigger::github_event::{DISPATCH_ISSUE_INPUTS, load_actions_event};
 use replan::trigger::sanitize::is_invisible;
 use replan::trigger::{
-    Command, EventOutcome, EventSet, ForgeKind, ReplanScope, Request, StartRules, ThreadKind,
-    ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained, from_gitlab,
-    parse_commands, sanitize_untrusted,
+    Command, EventOutcome, EventSet, ForgeKind, ReplanScope, Request, ReviewEvent, StartRules,
+    ThreadKind, ThreadRef, Trigger, TriggerError, from_actions, from_actions_explained,
+    from_gitlab, parse_commands, sanitize_untrusted,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -97,6 +97,20 @@ fn every_github_fixture_has_an_expectation() {
             );
         });
     }
+    check("pull_request_review.submitted.0.json", &|o| {
+        let t = run(o);
+        assert_eq!(t.actor.login, "Codertocat");
+        assert_eq!(
+            t.request,
+            Request::Review(ReviewEvent {
+                pull_request: 2,
+                review_id: "237895671".into(),
+                head_branch: "changes".into(),
+                comment: None,
+                threads: vec![],
+            })
+        );
+    });
     check("pull_request_review_comment.created.0.json", &|o| {
         let t = run(o);
         assert_eq!(
@@ -107,11 +121,17 @@ fn every_github_fixture_has_an_expectation() {
             })
         );
         assert_eq!(t.actor.login, "Codertocat");
+        // A review comment names its review, so that on Replan's own pull request it joins the
+        // review's one cycle; elsewhere its text reads as a comment's does.
         assert_eq!(
             t.request,
-            Request::Answer {
-                text: "Maybe you should use more emoji on this line.".into()
-            }
+            Request::Review(ReviewEvent {
+                pull_request: 2,
+                review_id: "237895671".into(),
+                head_branch: "changes".into(),
+                comment: Some("Maybe you should use more emoji on this line.".into()),
+                threads: vec![],
+            })
         );
         assert_eq!(t.comment.unwrap().id, "284312630");
     });
@@ -197,6 +217,7 @@ fn every_payload_under_every_event_name_parses_or_is_refused_cleanly() {
         "pull_request",
         "pull_request_target",
         "pull_request_review_comment",
+        "pull_request_review",
         "workflow_dispatch",
         "schedule",
         "workflow_run",

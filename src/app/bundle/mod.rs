@@ -87,6 +87,18 @@ pub enum Write {
         thread: ThreadRef,
         entries: Vec<Entry>,
     },
+    /// A reply in a review thread of the thread's pull request (issue 38).
+    ReviewReply {
+        pull_request: u64,
+        review_thread: String,
+        reply_to: String,
+        body: String,
+    },
+    /// Resolving a review thread of the thread's pull request.
+    ResolveReviewThread {
+        pull_request: u64,
+        review_thread: String,
+    },
 }
 
 impl Manifest {

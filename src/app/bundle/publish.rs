@@ -10,7 +10,7 @@ use crate::app::workspace::resolve_workspace;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
 use crate::forge::local::LocalForge;
-use crate::forge::{Comment, CommentRef, Forge, ReactionTarget};
+use crate::forge::{Comment, CommentRef, Forge, ReactionTarget, ReviewThreadRef};
 use crate::history::{Entry, HistoryBackend, LocalHistory, jsonl};
 // Every byte publish sends passes the one redactor, with this job's secrets added.
 use crate::outbound::redact;
@@ -80,6 +80,7 @@ pub async fn publish(
         &workspace,
         options.issue,
         target.forge.as_ref(),
+        target.history.as_ref(),
     )
     .await?;
     let sources = vet::Sources {
@@ -354,6 +355,35 @@ impl Publishing {
                         self.ids.insert(placeholder.clone(), opened.url);
                     }
                     Err(e) => self.failed(format!("the pull request from `{}`: {e}", request.head)),
+                }
+            }
+            Write::ReviewReply {
+                pull_request,
+                review_thread,
+                reply_to,
+                body,
+            } => {
+                let at = ReviewThreadRef {
+                    pull_request: *pull_request,
+                    thread: review_thread,
+                    reply_to,
+                };
+                let body = redact(&self.resolve(body));
+                if let Err(e) = forge.reply_to_review_thread(at, &body).await {
+                    self.failed(format!("the reply in review thread {review_thread}: {e}"));
+                }
+            }
+            Write::ResolveReviewThread {
+                pull_request,
+                review_thread,
+            } => {
+                let at = ReviewThreadRef {
+                    pull_request: *pull_request,
+                    thread: review_thread,
+                    reply_to: "",
+                };
+                if let Err(e) = forge.resolve_review_thread(at).await {
+                    self.failed(format!("resolving review thread {review_thread}: {e}"));
                 }
             }
             Write::History { thread, entries } => {

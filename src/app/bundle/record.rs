@@ -5,7 +5,7 @@ use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch};
 use crate::forge::layer::{ForgeLayer, Layered};
 use crate::forge::{
     Comment, CommentRef, Forge, ForgeError, ForgeResult, PullRequestRef, PullRequestRequest,
-    Reaction, ReactionTarget,
+    Reaction, ReactionTarget, ReviewThreadRef,
 };
 use crate::history::backend::{AppendOutcome, LoadedHistory};
 use crate::history::{Entry, HistoryBackend, HistoryError, HistoryResult, jsonl};
@@ -238,6 +238,35 @@ impl ForgeLayer for RecordingForge {
                 thread: *target.thread,
                 comment_id: target.comment_id.map(str::to_owned),
                 reaction,
+            })
+            .map_err(forge_error)
+    }
+
+    async fn reply_to_review_thread(
+        &self,
+        _next: &dyn Forge,
+        at: ReviewThreadRef<'_>,
+        body: &str,
+    ) -> ForgeResult<()> {
+        self.recorder
+            .record(Write::ReviewReply {
+                pull_request: at.pull_request,
+                review_thread: at.thread.to_owned(),
+                reply_to: at.reply_to.to_owned(),
+                body: body.to_owned(),
+            })
+            .map_err(forge_error)
+    }
+
+    async fn resolve_review_thread(
+        &self,
+        _next: &dyn Forge,
+        at: ReviewThreadRef<'_>,
+    ) -> ForgeResult<()> {
+        self.recorder
+            .record(Write::ResolveReviewThread {
+                pull_request: at.pull_request,
+                review_thread: at.thread.to_owned(),
             })
             .map_err(forge_error)
     }

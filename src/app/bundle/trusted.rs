@@ -24,6 +24,9 @@ pub struct Trusted {
     pub bases: Vec<String>,
     /// Replan's own login: config `bot_login`, else the token's account as the forge says.
     pub own_login: Option<String>,
+    /// The job's event is a review of the pull request Replan opened for `thread`: the one
+    /// pull request whose review threads a bundle may answer and resolve.
+    pub review: Option<crate::app::review::ReviewTarget>,
 }
 
 impl Trusted {
@@ -42,13 +45,25 @@ pub async fn derive(
     workspace: &Path,
     issue: Option<u64>,
     forge: &dyn Forge,
+    history: &dyn crate::history::HistoryBackend,
 ) -> Result<Trusted, CliError> {
-    let (trigger, default_branch) = match kind {
+    let (mut trigger, default_branch) = match kind {
         ForgeKind::GitHub => github_event(config, env)?,
         ForgeKind::GitLab => gitlab_event(config, env, forge).await?,
         ForgeKind::Local => (None, current_branch(workspace)),
     };
-    let event_thread = trigger.as_ref().and_then(|t| t.thread);
+    // A review of Replan's own pull request is for the thread that opened it, as in the agent
+    // job, decided here again from this job's own event and the history.
+    let review = match &mut trigger {
+        Some(trigger) => {
+            let rules = crate::app::run::start_rules(config, kind);
+            crate::app::review::resolve(trigger, history, &rules).await
+        }
+        None => None,
+    };
+    let event_thread = review
+        .map(|r| r.owner)
+        .or_else(|| trigger.as_ref().and_then(|t| t.thread));
     let thread = match (event_thread, issue) {
         (Some(event), Some(number)) if event != ThreadRef::issue(number) => {
             return Err(CliError::usage(format!(
@@ -86,6 +101,7 @@ pub async fn derive(
         request: trigger.map_or(Request::Sweep, |t| t.request),
         bases: default_branch.into_iter().collect(),
         own_login,
+        review,
     })
 }
 

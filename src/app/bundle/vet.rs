@@ -130,6 +130,8 @@ fn kind(write: &Write) -> &'static str {
         Write::Branch { .. } => "branch",
         Write::PullRequest { .. } => "pull_request",
         Write::History { .. } => "history",
+        Write::ReviewReply { .. } => "review_reply",
+        Write::ResolveReviewThread { .. } => "resolve_review_thread",
     }
 }
 
@@ -182,6 +184,20 @@ pub async fn vet(
                     .await
                     .map_err(|rule| Refusal::write(i, write, rule))?
             }
+            Write::ReviewReply {
+                pull_request,
+                review_thread,
+                reply_to,
+                ..
+            } => review_thread_exists(*pull_request, review_thread, Some(reply_to), sources)
+                .await
+                .map_err(|rule| Refusal::write(i, write, rule))?,
+            Write::ResolveReviewThread {
+                pull_request,
+                review_thread,
+            } => review_thread_exists(*pull_request, review_thread, None, sources)
+                .await
+                .map_err(|rule| Refusal::write(i, write, rule))?,
             _ => {}
         }
     }
@@ -315,8 +331,19 @@ async fn history_checklist(
 
 /// The rules one write must meet on its own (and against the bundle's other writes).
 fn rule_of_write(write: &Write, trusted: &Trusted, writes: &[Write]) -> Result<(), String> {
+    // The 👀 of a review goes on the reviewed pull request, Replan's own.
+    let reviewed_pull_request = |thread: ThreadRef| {
+        matches!(
+            write,
+            Write::Reaction {
+                comment_id: None,
+                ..
+            }
+        ) && trusted.review.is_some_and(|r| r.pull_request == thread)
+    };
     if let Some(thread) = thread_of(write)
         && Some(thread) != trusted.thread
+        && !reviewed_pull_request(thread)
     {
         return Err(format!(
             "addressed to {thread}, not the thread this publish job runs for ({}, from its own event or --issue)",
@@ -368,6 +395,53 @@ fn rule_of_write(write: &Write, trusted: &Trusted, writes: &[Write]) -> Result<(
         Write::History { entries, .. } => entries
             .iter()
             .try_for_each(|entry| decision_allowed(entry, trusted)),
+        Write::ReviewReply { pull_request, .. }
+        | Write::ResolveReviewThread { pull_request, .. } => {
+            review_write_allowed(*pull_request, trusted)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Review threads are answered and resolved only on the pull request Replan opened for the
+/// trusted thread, and only when this job's own event is a review of it.
+fn review_write_allowed(pull_request: u64, trusted: &Trusted) -> Result<(), String> {
+    match trusted.review {
+        Some(review) if review.pull_request.number == pull_request => Ok(()),
+        Some(review) => Err(format!(
+            "a review thread of #{pull_request}; this publish job's event is a review of {}, the pull request Replan opened for {}",
+            review.pull_request, review.owner
+        )),
+        None => Err(format!(
+            "a review thread of #{pull_request}, but this publish job's own event is no review of a pull request Replan opened for {}",
+            trusted.thread_name()
+        )),
+    }
+}
+
+/// The thread a review write names is one of the pull request's review threads on the forge
+/// (and a reply goes to that thread's first comment).
+async fn review_thread_exists(
+    pull_request: u64,
+    review_thread: &str,
+    reply_to: Option<&str>,
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    let threads = sources
+        .forge
+        .review_threads(pull_request)
+        .await
+        .map_err(|e| format!("cannot read the review threads of #{pull_request}: {e}"))?;
+    let thread = threads
+        .iter()
+        .find(|t| t.id == review_thread)
+        .ok_or_else(|| {
+            format!("review thread {review_thread} is not a thread of #{pull_request}")
+        })?;
+    match reply_to {
+        Some(id) if thread.comments.first().map(|c| c.id.as_str()) != Some(id) => Err(format!(
+            "the reply goes to comment {id}, which does not open review thread {review_thread}"
+        )),
         _ => Ok(()),
     }
 }
@@ -379,7 +453,10 @@ fn thread_of(write: &Write) -> Option<ThreadRef> {
         | Write::Checklist { thread, .. }
         | Write::Reaction { thread, .. }
         | Write::History { thread, .. } => Some(*thread),
-        Write::Branch { .. } | Write::PullRequest { .. } => None,
+        Write::Branch { .. }
+        | Write::PullRequest { .. }
+        | Write::ReviewReply { .. }
+        | Write::ResolveReviewThread { .. } => None,
     }
 }
 
@@ -494,7 +571,8 @@ fn caps_hold(writes: &[Write], caps: &PublishConfig) -> Result<(), Refusal> {
                     .map(|e| jsonl::to_line(e).len() as u64 + 1)
                     .sum::<u64>();
             }
-            Write::Reaction { .. } => {}
+            Write::Reaction { .. } | Write::ResolveReviewThread { .. } => {}
+            Write::ReviewReply { .. } => comments += 1,
         }
     }
     let comments = comments + checklists.len() as u64;
@@ -725,6 +803,7 @@ mod tests {
             request,
             bases: vec!["main".into()],
             own_login: None,
+            review: None,
         };
         let budget = |author: &str, usd: Option<f64>, tokens: Option<u64>| Entry {
             v: 1,

@@ -43,6 +43,14 @@ pub(super) async fn ci_run(
     // Outermost, so the bundle too records only redacted bodies.
     let forge = crate::forge::redacting::redacting(recorded_forge(&ctx, forge));
     let rules = start_rules(&ctx.config, trigger.forge);
+    // A review of Replan's own pull request continues the thread that opened it.
+    let was_review = matches!(trigger.request, Request::Review(_));
+    let review =
+        crate::app::review::resolve(&mut trigger, backend(&ctx.config).as_ref(), &rules).await;
+    if let (true, Request::Ignore { reason }) = (was_review, &trigger.request) {
+        // A review of somebody else's pull request: not an event Replan acts on, as before.
+        return not_acting(forge.as_ref(), None, Verdict::Silent(reason.clone())).await;
+    }
     // A comment not addressed to Replan leaves one log line and nothing else.
     if let (false, Some(thread)) = (gating::addressed(&trigger.request), trigger.thread) {
         let state = match load_thread(backend(&ctx.config).as_ref(), &thread).await {
@@ -81,10 +89,14 @@ pub(super) async fn ci_run(
         }
         verdict
     };
-    let (verdict, early) = tokio::join!(gated, early_history::read(&ctx, thread, &backend));
+    let history_of = review.map(|r| r.owner).or(thread);
+    let (verdict, early) = tokio::join!(gated, early_history::read(&ctx, history_of, &backend));
     ctx.workflow.end_group();
     if verdict != Verdict::Go {
         return not_acting(forge.as_ref(), trigger.thread, verdict).await;
+    }
+    if let Some(review) = review {
+        trigger.thread = Some(review.owner);
     }
 
     // The whole config, with the remote layer for the person who asked.
@@ -149,6 +161,14 @@ pub(super) async fn ci_run(
     };
     let verdict = if closed {
         gating::closed_thread(&trigger.request, &thread)
+    } else if let Request::Review(event) = &trigger.request
+        && history.state.review(&event.review_id).is_some()
+    {
+        // One review, one cycle: the review's other events find it taken up.
+        Verdict::Silent(format!(
+            "review {} of {thread}'s pull request was taken up already",
+            event.review_id
+        ))
     } else {
         gating::no_plan(&trigger.request, &history.state)
     };
@@ -189,15 +209,21 @@ pub(super) async fn ci_run(
             }
         }
     }
+    if review.is_some() {
+        crate::app::review::collect(&mut trigger, forge.as_ref())
+            .await
+            .map_err(|e| CliError::failure(format!("could not read the review threads: {e}")))?;
+    }
     // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
     let react_to = trigger
         .comment
         .as_ref()
         .filter(|_| !is_review_comment(&trigger))
         .map(|c| c.id.as_str());
+    let react_on = review.map_or(thread, |r| r.pull_request);
     let react = forge.react(
         ReactionTarget {
-            thread: &thread,
+            thread: &react_on,
             comment_id: react_to,
         },
         Reaction::Eyes,
@@ -221,6 +247,11 @@ pub(super) async fn ci_run(
             Some(history),
         )
     );
+    if let (Request::Review(event), Ok(run)) = (&trigger.request, &result)
+        && let Some(state) = run.state()
+    {
+        crate::app::review::answer(forge.as_ref(), state, &event.review_id, &ctx.workspace).await;
+    }
     finish(&ctx, result)
 }
 

@@ -30,6 +30,13 @@ pub(super) struct ThreadRun {
     instructions: Option<String>,
 }
 
+impl ThreadRun {
+    /// The thread's state after the cycle, when one ran.
+    pub(super) fn state(&self) -> Option<&crate::history::SessionState> {
+        self.outcome.as_ref().map(|o| &o.state)
+    }
+}
+
 fn request_name(request: &Request) -> String {
     match request {
         Request::Start { .. } => "start".into(),
@@ -40,6 +47,7 @@ fn request_name(request: &Request) -> String {
         Request::FetchComment { .. } => "fetch_comment".into(),
         Request::Ignore { .. } => "ignore".into(),
         Request::CiResult(_) => "ci_result".into(),
+        Request::Review(_) => "review".into(),
     }
 }
 
@@ -132,7 +140,10 @@ pub(super) async fn cycle_on_thread(
     }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
-    if let Request::CiResult(run) = &request {
+    tool_context.pull_request_branch = loaded.state.pull_request_branch.clone();
+    if let Request::CiResult(run) = &request
+        && tool_context.pull_request_branch.is_none()
+    {
         tool_context.pull_request_branch = Some(run.branch.clone());
     }
     if forge.kind() == ForgeKind::GitLab {

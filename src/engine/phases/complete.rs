@@ -14,6 +14,10 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
         .iter()
         .map(|t| format!("- {t}"))
         .collect();
+    let review = state
+        .open_review()
+        .map(|r| crate::engine::review_feedback::answer_request(&r.round))
+        .unwrap_or_default();
     let prompt = cx.render(
         "completion",
         &[
@@ -24,6 +28,7 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
             ),
             ("tasks", &tasks.join("\n")),
             ("revisions", &state.revision_count().to_string()),
+            ("review", &review),
         ],
     )?;
     let done = state.tasks_done() as u32;
@@ -45,6 +50,7 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
                 },
                 done: true,
                 comment: None,
+                review_threads: vec![],
             }
         }
     };
@@ -112,6 +118,7 @@ pub fn human_needed(
         },
         done: false,
         comment: Some("Automatic processing cannot go on; a person is needed.".into()),
+        review_threads: vec![],
     };
     batch.push(EntryBody::Completion {
         completion: Box::new(completion),

@@ -73,6 +73,7 @@ pub async fn run(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleErr
             },
             done: true,
             comment: None,
+            review_threads: vec![],
         }),
     });
     Ok(StepEffects {

@@ -6,9 +6,9 @@ use super::client::{GitHubClient, Op};
 use super::pulls;
 use crate::forge::{
     Comment, CommentRef, Forge, ForgeError, ForgeResult, Permission, PullRequestRef,
-    PullRequestRequest, Reaction, ReactionTarget, Thread, marker,
+    PullRequestRequest, Reaction, ReactionTarget, ReviewThreadRef, Thread, marker,
 };
-use crate::trigger::{ForgeKind, ThreadRef};
+use crate::trigger::{ForgeKind, ReviewThread, ThreadRef};
 use async_trait::async_trait;
 use octocrab::models::{self, Author, CommentId, IssueState, reactions::ReactionContent};
 use serde_json::{Value, json};
@@ -327,6 +327,18 @@ impl Forge for GitHubForge {
 
     async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef> {
         pulls::open(&self.client, request).await
+    }
+
+    async fn review_threads(&self, pull_request: u64) -> ForgeResult<Vec<ReviewThread>> {
+        super::review_threads::list(&self.client, self.graphql_url.as_deref(), pull_request).await
+    }
+
+    async fn reply_to_review_thread(&self, at: ReviewThreadRef<'_>, body: &str) -> ForgeResult<()> {
+        super::review_threads::reply(&self.client, at, body).await
+    }
+
+    async fn resolve_review_thread(&self, at: ReviewThreadRef<'_>) -> ForgeResult<()> {
+        super::review_threads::resolve(&self.client, self.graphql_url.as_deref(), at).await
     }
 
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {

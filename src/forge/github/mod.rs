@@ -8,6 +8,7 @@ pub mod client;
 pub mod forge_impl;
 pub mod history_branch;
 pub mod pulls;
+mod review_threads;
 mod transport;
 
 pub use client::{GitHubClient, GitHubSettings, RetryPolicy};

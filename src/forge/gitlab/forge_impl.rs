@@ -378,6 +378,28 @@ impl Forge for GitLabForge {
         }
     }
 
+    async fn review_threads(
+        &self,
+        pull_request: u64,
+    ) -> ForgeResult<Vec<crate::trigger::ReviewThread>> {
+        super::discussions::list(&self.client, pull_request).await
+    }
+
+    async fn reply_to_review_thread(
+        &self,
+        at: crate::forge::ReviewThreadRef<'_>,
+        body: &str,
+    ) -> ForgeResult<()> {
+        super::discussions::reply(&self.client, at, body).await
+    }
+
+    async fn resolve_review_thread(
+        &self,
+        at: crate::forge::ReviewThreadRef<'_>,
+    ) -> ForgeResult<()> {
+        super::discussions::resolve(&self.client, at).await
+    }
+
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         let list = self
             .client

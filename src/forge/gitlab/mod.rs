@@ -5,6 +5,7 @@
 //! `CI_JOB_TOKEN` cannot post notes, commit or open merge requests (see [`token`]).
 
 pub(crate) mod client;
+mod discussions;
 pub(crate) mod forge_impl;
 pub(crate) mod history_branch;
 mod pipelines;

@@ -36,6 +36,24 @@ pub struct Completion {
     pub done: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// After a review round: one answer per review thread (see [`ReviewAnswer`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review_threads: Vec<ReviewAnswer>,
+}
+
+/// The model's answer to one review thread: whether the changes of this cycle address it, and
+/// the reply posted in the thread. Threads it addressed are resolved; the others stay open.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewAnswer {
+    /// The thread's id as the prompt listed it.
+    pub thread: String,
+    pub addressed: bool,
+    /// What changed (addressed), or the question, scope or disagreement (not addressed).
+    #[serde(default)]
+    pub reply: String,
+    /// Why a thread was not addressed: `question`, `out_of_scope` or `disagreed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 fn completion_phase() -> String {

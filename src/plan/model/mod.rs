@@ -13,7 +13,7 @@ mod reflection;
 mod task_state;
 
 pub use action_plan::{ActionPlan, PlannedAction};
-pub use completion::{Completion, CompletionSummary};
+pub use completion::{Completion, CompletionSummary, ReviewAnswer};
 pub use decision::{
     ErrorClassification, EvaluationResult, ReplanDecision, ReplanDecisionResponse, ReplanTrigger,
     ReplanType, RevisionScope,

@@ -367,6 +367,7 @@ pub fn request_for(input: &EngineInput) -> RunRequest {
         }
         EngineInput::Sweep => ("sweep", "replan".into(), None, None),
         EngineInput::Budget { author, .. } => ("command:/budget", author.clone(), None, None),
+        EngineInput::Review { round } => ("review", round.reviewer.clone(), None, None),
     };
     RunRequest {
         event: "test".into(),

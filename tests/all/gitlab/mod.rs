@@ -734,3 +734,62 @@ async fn gitlab_redirect_to_another_origin_keeps_the_private_token_home() {
     );
     assert!(elsewhere.requests().is_empty());
 }
+
+/// Merge request diff discussions as review threads: listed with path and line, answered with a
+/// note in the discussion, resolved through the API; a wrong token writes nothing.
+#[tokio::test]
+async fn gitlab_diff_discussions_are_listed_answered_and_resolved() {
+    let fake = FakeGitLab::start();
+    let iid = fake.seed_merge_request("Add hello", "main", "main", "replan-bot");
+    let first = fake.seed_discussion(iid, "alice", "hello.md", 1, "Lower case, please.");
+    let second = fake.seed_discussion(iid, "alice", "hello.md", 2, "Why this file?");
+    let forge = forge(&fake);
+
+    let threads = forge.review_threads(iid).await.unwrap();
+    assert_eq!(threads.len(), 2);
+    assert_eq!(threads[0].id, first);
+    assert_eq!(
+        (threads[0].path.as_str(), threads[0].line),
+        ("hello.md", Some(1))
+    );
+    assert_eq!(threads[0].comments[0].author, "alice");
+    assert!(!threads[0].resolved);
+
+    fn at(iid: u64, thread: &str) -> replan::forge::ReviewThreadRef<'_> {
+        replan::forge::ReviewThreadRef {
+            pull_request: iid,
+            thread,
+            reply_to: "",
+        }
+    }
+    let wrong = GitLabForge::new(client(&fake, "glpat-wrong"), None);
+    assert!(wrong.resolve_review_thread(at(iid, &first)).await.is_err());
+    assert!(fake.discussions(iid).iter().all(|d| !d.resolved));
+
+    forge
+        .reply_to_review_thread(at(iid, &first), "Addressed in abc: lower case now.")
+        .await
+        .unwrap();
+    forge.resolve_review_thread(at(iid, &first)).await.unwrap();
+    forge
+        .reply_to_review_thread(
+            at(iid, &second),
+            "Not addressed (a question for you): which file?",
+        )
+        .await
+        .unwrap();
+
+    let discussions = fake.discussions(iid);
+    assert!(discussions[0].resolved);
+    assert_eq!(
+        discussions[0].notes[1].body,
+        "Addressed in abc: lower case now."
+    );
+    assert!(!discussions[1].resolved);
+    assert_eq!(discussions[1].notes.len(), 2);
+    let err = forge
+        .resolve_review_thread(at(iid, "0000"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ForgeError::NotFound { .. }), "{err:?}");
+}

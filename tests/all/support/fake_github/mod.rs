@@ -10,6 +10,7 @@ pub use actions::Job;
 mod git_data;
 mod json;
 pub use json::date;
+pub mod reviews;
 mod routes;
 
 use std::collections::BTreeMap;
@@ -105,6 +106,7 @@ pub(crate) struct State {
     /// Full ref name (`refs/heads/main`) → commit id.
     refs: BTreeMap<String, String>,
     pulls: Vec<PullRequest>,
+    review_threads: Vec<reviews::ReviewThread>,
     faults: FaultQueue,
     ref_hooks: Vec<RefHook>,
     requests: Vec<LoggedRequest>,
@@ -220,6 +222,7 @@ impl FakeGitHub {
             objects: ObjectStore::default(),
             refs: BTreeMap::new(),
             pulls: Vec::new(),
+            review_threads: Vec::new(),
             faults: FaultQueue::default(),
             ref_hooks: Vec::new(),
             requests: Vec::new(),
@@ -393,6 +396,66 @@ impl FakeGitHub {
 
     pub fn pull_requests(&self) -> Vec<PullRequest> {
         self.lock().pulls.clone()
+    }
+
+    /// A pull request a person opened from `head` into `base`; returns its number.
+    pub fn seed_pull_request(&self, head: &str, base: &str, author: &str) -> u64 {
+        let mut state = self.lock();
+        let head_sha = state
+            .refs
+            .get(&branch_ref(head))
+            .cloned()
+            .expect("the head branch exists");
+        state.next_number += 1;
+        let number = state.next_number;
+        let now = state.tick();
+        let title = format!("Change from {head}");
+        state.issues.insert(
+            number,
+            Issue {
+                number,
+                title: title.clone(),
+                body: String::new(),
+                user: author.to_string(),
+                labels: Vec::new(),
+                state: "open".to_string(),
+                pull_request: true,
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        state.pulls.push(PullRequest {
+            number,
+            title,
+            head: head.to_string(),
+            base: base.to_string(),
+            body: String::new(),
+            state: "open".to_string(),
+            head_sha,
+            draft: false,
+        });
+        number
+    }
+
+    /// A review submitted on pull request `number`: one thread per comment. Returns the review
+    /// id and each comment's (thread node id, comment id).
+    pub fn seed_review(
+        &self,
+        number: u64,
+        reviewer: &str,
+        comments: &[reviews::SeedComment<'_>],
+    ) -> (u64, Vec<(String, u64)>) {
+        self.lock().seed_review(number, reviewer, comments)
+    }
+
+    /// The review threads of pull request `number`, with their replies and resolution.
+    pub fn review_threads(&self, number: u64) -> Vec<reviews::ReviewThread> {
+        self.lock()
+            .review_threads
+            .iter()
+            .filter(|t| t.pull_number == number)
+            .cloned()
+            .collect()
     }
 
     // ----- git data

@@ -59,6 +59,9 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
         }),
         ("GET", ["collaborators", login, "permission"]) => permission(state, login),
         ("POST", ["pulls"]) => create_pull(state, request),
+        ("POST", ["pulls", number, "comments", id, "replies"]) => {
+            super::reviews::reply(state, request, number, id)
+        }
         ("GET", ["pulls"]) => list_pulls(state, request),
         ("GET", ["pulls", number]) => match number.parse::<u64>() {
             Ok(number) => match state.pulls.iter().find(|pull| pull.number == number) {
@@ -381,12 +384,23 @@ fn pull_json(state: &State, pull: &PullRequest) -> Value {
     })
 }
 
-/// GraphQL: only `viewer { login }`, answered with the token's account.
-fn graphql(state: &State, request: &FakeRequest) -> FakeResponse {
-    let query = request
-        .json()
-        .ok()
-        .and_then(|body: Value| body.get("query").and_then(Value::as_str).map(str::to_owned));
+/// GraphQL: `viewer { login }`, answered with the token's account, and the review threads'
+/// query and mutation (`reviews.rs`).
+fn graphql(state: &mut State, request: &FakeRequest) -> FakeResponse {
+    let body: Option<Value> = request.json().ok();
+    let query = body
+        .as_ref()
+        .and_then(|body| body.get("query").and_then(Value::as_str).map(str::to_owned));
+    let variables = body
+        .as_ref()
+        .and_then(|body| body.get("variables").cloned())
+        .unwrap_or(Value::Null);
+    if let Some(answer) = query
+        .as_deref()
+        .and_then(|q| super::reviews::graphql(state, q, &variables))
+    {
+        return answer;
+    }
     match query {
         Some(q) if q.contains("viewer") && q.contains("login") => FakeResponse::json(
             200,

@@ -5,6 +5,7 @@
 //! One fake serves one project (id 101, path `octo/widgets`). The API lives under
 //! [`FakeGitLab::api_url`] (`…/api/v4`).
 
+pub mod discussions;
 mod json;
 pub use json::date;
 mod repository;
@@ -118,6 +119,7 @@ pub(crate) struct State {
     issues: BTreeMap<u64, Issue>,
     merge_requests: BTreeMap<u64, MergeRequest>,
     notes: Vec<Note>,
+    discussions: Vec<discussions::Discussion>,
     awards: Vec<AwardEmoji>,
     /// username → user id.
     users: BTreeMap<String, u64>,
@@ -227,6 +229,7 @@ impl FakeGitLab {
             issues: BTreeMap::new(),
             merge_requests: BTreeMap::new(),
             notes: Vec::new(),
+            discussions: Vec::new(),
             awards: Vec::new(),
             users: BTreeMap::new(),
             members: BTreeMap::new(),
@@ -375,6 +378,28 @@ impl FakeGitLab {
     }
 
     /// A note by `author`; returns its id.
+    /// A diff discussion on merge request `iid`, opened by `author`; returns its id.
+    pub fn seed_discussion(
+        &self,
+        iid: u64,
+        author: &str,
+        path: &str,
+        line: u64,
+        body: &str,
+    ) -> String {
+        self.lock().seed_discussion(iid, author, path, line, body)
+    }
+
+    /// The diff discussions of merge request `iid`, with their notes and resolution.
+    pub fn discussions(&self, iid: u64) -> Vec<discussions::Discussion> {
+        self.lock()
+            .discussions
+            .iter()
+            .filter(|d| d.merge_request == iid)
+            .cloned()
+            .collect()
+    }
+
     pub fn seed_note(&self, noteable: Noteable, author: &str, body: &str) -> u64 {
         let mut state = self.lock();
         let id = state.next_id();

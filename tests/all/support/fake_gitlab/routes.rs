@@ -195,6 +195,10 @@ fn thread_route(
             }
         }
         (_, ["award_emoji"]) => awards(state, request, thread_awardable),
+        (_, ["discussions", rest @ ..]) => match noteable {
+            Noteable::MergeRequest(iid) => super::discussions::route(state, request, iid, rest),
+            Noteable::Issue(_) => message(404, "404 Not Found"),
+        },
         _ => message(404, "404 Not Found"),
     }
 }

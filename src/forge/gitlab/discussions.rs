@@ -1,0 +1,130 @@
+//! Merge request diff discussions as review threads: listed (`GET …/discussions`), answered
+//! (`POST …/discussions/:id/notes`) and resolved (`PUT …/discussions/:id?resolved=true`).
+
+use super::client::GitLabClient;
+use crate::forge::{ForgeResult, ReviewThreadRef};
+use crate::trigger::{ReviewComment, ReviewThread};
+use serde_json::{Value, json};
+
+fn discussions_path(client: &GitLabClient, merge_request: u64) -> String {
+    client.project_path(&format!("/merge_requests/{merge_request}/discussions"))
+}
+
+/// A discussion that opens on a diff line; notes on the merge request itself are no thread.
+fn thread_from(discussion: &Value) -> Option<ReviewThread> {
+    let notes = discussion.get("notes")?.as_array()?;
+    let first = notes.first()?;
+    let position = first.get("position").filter(|p| !p.is_null())?;
+    let id = discussion.get("id")?.as_str()?.to_owned();
+    let path = position
+        .get("new_path")
+        .or_else(|| position.get("old_path"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let line = position
+        .get("new_line")
+        .or_else(|| position.get("old_line"))
+        .and_then(Value::as_u64);
+    let start_line = position
+        .pointer("/line_range/start/new_line")
+        .and_then(Value::as_u64)
+        .filter(|start| Some(*start) != line);
+    let comments = notes
+        .iter()
+        .filter(|n| !n.get("system").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|n| {
+            Some(ReviewComment {
+                id: n.get("id")?.as_u64()?.to_string(),
+                author: n
+                    .pointer("/author/username")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                body: n
+                    .get("body")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                // A GitLab review is not an object of its own: the discussion stands for it.
+                review_id: Some(id.clone()),
+            })
+        })
+        .collect();
+    Some(ReviewThread {
+        resolved: first
+            .get("resolved")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        id,
+        path,
+        start_line,
+        line,
+        diff_hunk: String::new(),
+        comments,
+    })
+}
+
+pub(super) async fn list(
+    client: &GitLabClient,
+    merge_request: u64,
+) -> ForgeResult<Vec<ReviewThread>> {
+    let what = format!("listing the discussions of !{merge_request}");
+    let discussions = client
+        .get_all(&discussions_path(client, merge_request), &what)
+        .await?;
+    Ok(discussions.iter().filter_map(thread_from).collect())
+}
+
+pub(super) async fn reply(
+    client: &GitLabClient,
+    at: ReviewThreadRef<'_>,
+    body: &str,
+) -> ForgeResult<()> {
+    let path = format!(
+        "{}/{}/notes",
+        discussions_path(client, at.pull_request),
+        super::client::encode_segment(at.thread)
+    );
+    let what = format!(
+        "replying in discussion {} of !{}",
+        at.thread, at.pull_request
+    );
+    client.post(&path, &json!({ "body": body }), &what).await?;
+    Ok(())
+}
+
+pub(super) async fn resolve(client: &GitLabClient, at: ReviewThreadRef<'_>) -> ForgeResult<()> {
+    let path = format!(
+        "{}/{}?resolved=true",
+        discussions_path(client, at.pull_request),
+        super::client::encode_segment(at.thread)
+    );
+    let what = format!("resolving discussion {} of !{}", at.thread, at.pull_request);
+    client
+        .put(&path, &json!({ "resolved": true }), &what)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_diff_discussions_are_review_threads() {
+        let diff = json!({"id": "abc", "individual_note": false, "notes": [
+            {"id": 5, "body": "b", "author": {"username": "alice"}, "resolved": false,
+             "position": {"new_path": "a.rs", "new_line": 4,
+                          "line_range": {"start": {"new_line": 2}, "end": {"new_line": 4}}}}]});
+        let thread = thread_from(&diff).unwrap();
+        assert_eq!(
+            (thread.path.as_str(), thread.start_line, thread.line),
+            ("a.rs", Some(2), Some(4))
+        );
+        assert!(thread.belongs_to("abc"));
+        let plain =
+            json!({"id": "def", "individual_note": true, "notes": [{"id": 6, "body": "hi"}]});
+        assert!(thread_from(&plain).is_none());
+    }
+}
