@@ -34,6 +34,7 @@ mod task_replanning;
 mod tools;
 mod triggers;
 mod validate;
+mod verify;
 
 pub use env::{GENERIC_PREFIX, SEED_ENV_VARS};
 pub use error::ConfigError;
@@ -62,6 +63,7 @@ pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
 pub use triggers::{GateConfig, ThreadEvent, TriggersConfig};
+pub use verify::{CheckConfig, CheckWhen, VerifyConfig};
 
 /// The whole configuration after all sources are merged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,6 +87,8 @@ pub struct Config {
     pub secrets: SecretsConfig,
     /// Split-trust mode: the caps `replan publish` holds a bundle to.
     pub publish: PublishConfig,
+    /// Checks that prove the work (issue 37); unset checks are detected from the repository.
+    pub verify: VerifyConfig,
 }
 
 /// Per-user remote overrides (seed 001 §9.3): `GET {url}?user=<login>` answering

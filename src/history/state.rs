@@ -153,6 +153,9 @@ pub struct SessionState {
     /// key is here may already have happened and is looked up before it is made again.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub effect_keys: std::collections::BTreeSet<String>,
+    /// What the checks proved, on which trees (issue 37).
+    #[serde(skip_serializing_if = "super::evidence::Evidence::is_empty")]
+    pub evidence: super::evidence::Evidence,
 }
 
 impl SessionState {
@@ -441,6 +444,20 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             s.effect_keys.insert(key);
         }
         EntryBody::Usage { usage } => s.usage.add(&usage),
+        EntryBody::Check(record) => s.evidence.record(*record),
+        EntryBody::Verification {
+            source,
+            checks,
+            problems,
+            criteria,
+        } => {
+            s.evidence.verification = Some(super::evidence::Verification {
+                source,
+                checks,
+                problems,
+                criteria,
+            })
+        }
         EntryBody::Completion { completion } => s.completion = Some(*completion),
         EntryBody::RunFinished {
             status,

@@ -243,6 +243,8 @@ pub fn status_line(status: RunStatus) -> &'static str {
         RunStatus::Blocked => "⛔ Blocked",
         RunStatus::Failed => "❌ Failed",
         RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
+        RunStatus::Unverified => "⚠️ Unverified: the checks do not prove the work",
+        RunStatus::NoChanges => "∅ No changes: the goal asked for a change and nothing changed",
     }
 }
 

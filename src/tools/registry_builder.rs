@@ -79,6 +79,8 @@ pub struct ToolContext {
     pub base_branch: Option<String>,
     /// Where forge writes record their idempotency keys before they are made.
     pub effects: Option<Arc<dyn EffectJournal>>,
+    /// The `verify` section: `None` runs no checks.
+    pub verify: Option<crate::config::VerifyConfig>,
 }
 
 impl ToolContext {
@@ -92,6 +94,7 @@ impl ToolContext {
             author: CommitAuthor::default(),
             base_branch: None,
             effects: None,
+            verify: None,
         }
     }
 }
@@ -302,6 +305,17 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                 }
             }
         }
+    }
+
+    if let Some(verify) = &context.verify {
+        let set = super::checks::CheckSet::resolve(verify, workspace.root());
+        tracing::info!("{}", set.describe());
+        registry.set_checks(super::checks::CheckRunner {
+            workspace: workspace.clone(),
+            sandbox: sandbox.clone(),
+            output_cap,
+            set,
+        });
     }
 
     BuiltTools {

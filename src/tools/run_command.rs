@@ -174,6 +174,46 @@ async fn run(
     sandbox: &SandboxPolicy,
 ) -> ToolResult {
     let shown = argv.join(" ");
+    let finished = run_argv(argv, cwd, limit, cap, sandbox).await?;
+    let text = finished.output;
+    match finished.status {
+        None => Err(ToolError::new(
+            ToolErrorKind::Timeout,
+            format!(
+                "`{shown}` did not finish within {}s and was killed with every process it \
+                 started; output so far:\n{text}",
+                limit.as_secs()
+            ),
+        )),
+        Some(status) if status.success() => Ok(ToolOutput {
+            content: format!("`{shown}` exited with status 0\n{text}"),
+        }),
+        Some(status) => Err(failed(format!(
+            "`{shown}` failed ({})\n{text}",
+            describe(status)
+        ))),
+    }
+}
+
+/// How a command run by [`run_argv`] ended.
+pub struct Finished {
+    /// `None`: it did not finish within the limit and was killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Standard output and error together, capped (head and tail kept).
+    pub output: String,
+}
+
+/// Run `argv` (no shell) in `cwd` inside the sandbox, with a scrubbed environment, a time limit
+/// and a capped output; everything it started is gone when this returns. Shared by
+/// `run_command` and the checks Replan runs itself (`tools::checks`).
+pub async fn run_argv(
+    argv: &[String],
+    cwd: &std::path::Path,
+    limit: Duration,
+    cap: usize,
+    sandbox: &SandboxPolicy,
+) -> Result<Finished, ToolError> {
+    let shown = argv.join(" ");
     let mut command = tokio::process::Command::new(&argv[0]);
     command
         .args(&argv[1..])
@@ -208,27 +248,11 @@ async fn run(
     for reader in readers.into_iter().flatten() {
         let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
     }
-    let text = output.lock().expect("output lock").render();
-    match status {
-        None => Err(ToolError::new(
-            ToolErrorKind::Timeout,
-            format!(
-                "`{shown}` did not finish within {}s and was killed with every process it \
-                 started; output so far:\n{text}",
-                limit.as_secs()
-            ),
-        )),
-        Some(status) if status.success() => Ok(ToolOutput {
-            content: format!("`{shown}` exited with status 0\n{text}"),
-        }),
-        Some(status) => Err(failed(format!(
-            "`{shown}` failed ({})\n{text}",
-            describe(status)
-        ))),
-    }
+    let output = output.lock().expect("output lock").render();
+    Ok(Finished { status, output })
 }
 
-fn describe(status: std::process::ExitStatus) -> String {
+pub fn describe(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),

@@ -127,6 +127,7 @@ pub(super) async fn cycle_on_thread(
     }
     let mut tool_context = ToolContext::new(workspace, ctx.config.tools.clone());
     tool_context.mcp_servers = ctx.config.mcp_servers.clone();
+    tool_context.verify = Some(ctx.config.verify.clone());
     if forge.kind() == ForgeKind::GitLab {
         // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
         if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {
