@@ -87,7 +87,10 @@ pub fn problems(config: &VerifyConfig) -> Vec<(String, String)> {
         } else if !seen.insert(check.name.clone()) {
             out.push((
                 key.clone(),
-                format!("the name `{}` is used twice; names must be unique", check.name),
+                format!(
+                    "the name `{}` is used twice; names must be unique",
+                    check.name
+                ),
             ));
         }
         if check.argv.is_empty() || check.argv[0].trim().is_empty() {

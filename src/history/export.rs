@@ -482,11 +482,20 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                     if checks.is_empty() {
                         "none".to_owned()
                     } else {
-                        checks.iter().map(|c| format!("`{}`", cell(c))).collect::<Vec<_>>().join(", ")
+                        checks
+                            .iter()
+                            .map(|c| format!("`{}`", cell(c)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 );
                 for c in criteria {
-                    let _ = writeln!(out, "- Criterion: {} — {}", cell(&c.criterion), c.describe());
+                    let _ = writeln!(
+                        out,
+                        "- Criterion: {} — {}",
+                        cell(&c.criterion),
+                        c.describe()
+                    );
                 }
                 list(&mut out, "Problems", problems);
                 out.push('\n');

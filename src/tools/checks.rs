@@ -85,11 +85,13 @@ pub fn detect_from(read: impl Fn(&str) -> Option<String>) -> Vec<CheckConfig> {
     let exists = |name: &str| read(name).is_some();
     let text = |name: &str| read(name).unwrap_or_default();
     let mut found = Vec::new();
-    let mut add = |argv: &[&str]| found.push(CheckConfig::new(&argv.join(" "), argv, CheckWhen::EachTask));
+    let mut add =
+        |argv: &[&str]| found.push(CheckConfig::new(&argv.join(" "), argv, CheckWhen::EachTask));
     if exists("Cargo.toml") {
         add(&["cargo", "test"]);
     }
-    let manifest: serde_json::Value = serde_json::from_str(&text("package.json")).unwrap_or_default();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&text("package.json")).unwrap_or_default();
     if manifest
         .get("scripts")
         .and_then(|s| s.get("test"))
@@ -116,9 +118,10 @@ pub fn detect_from(read: impl Fn(&str) -> Option<String>) -> Vec<CheckConfig> {
         add(&["go", "test", "./..."]);
     }
     let make_test = ["Makefile", "makefile", "GNUmakefile"].iter().any(|name| {
-        text(name)
-            .lines()
-            .any(|l| l.strip_prefix("test").is_some_and(|r| r.starts_with(':') && !r.starts_with(":=")))
+        text(name).lines().any(|l| {
+            l.strip_prefix("test")
+                .is_some_and(|r| r.starts_with(':') && !r.starts_with(":="))
+        })
     });
     if make_test {
         add(&["make", "test"]);
@@ -254,7 +257,13 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
-            ["cargo test", "yarn test", "python -m pytest", "go test ./...", "make test"]
+            [
+                "cargo test",
+                "yarn test",
+                "python -m pytest",
+                "go test ./...",
+                "make test"
+            ]
         );
         assert!(found.iter().all(|c| c.when == CheckWhen::EachTask));
     }

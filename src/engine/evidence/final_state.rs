@@ -40,7 +40,12 @@ pub struct EndState {
 
 /// Tools that change the repository: a plan that names one (or names no tool at all, the
 /// weak-model fallback that just "does the issue") asked for a change.
-const CHANGING_TOOLS: [&str; 4] = ["write_file", "edit_file", "apply_patch", "open_pull_request"];
+const CHANGING_TOOLS: [&str; 4] = [
+    "write_file",
+    "edit_file",
+    "apply_patch",
+    "open_pull_request",
+];
 
 pub fn goal_asks_for_change(plan: &Plan) -> bool {
     let named = tools_named_by(plan);
@@ -155,7 +160,11 @@ async fn final_records(
 }
 
 /// Each success criterion with its evidence on the final tree.
-fn criteria_evidence(plan: &Plan, finals: &[CheckRecord], names: &[String]) -> Vec<CriterionEvidence> {
+fn criteria_evidence(
+    plan: &Plan,
+    finals: &[CheckRecord],
+    names: &[String],
+) -> Vec<CriterionEvidence> {
     let goal = &plan.goal_understanding;
     goal.success_criteria
         .iter()
@@ -171,7 +180,9 @@ fn criteria_evidence(plan: &Plan, finals: &[CheckRecord], names: &[String]) -> V
                 criterion: criterion.clone(),
                 manual_reason: match (&check, proof) {
                     (Some(_), _) => None,
-                    (None, Some(p)) if p.is_manual() && !p.reason.is_empty() => Some(p.reason.clone()),
+                    (None, Some(p)) if p.is_manual() && !p.reason.is_empty() => {
+                        Some(p.reason.clone())
+                    }
                     (None, Some(p)) if p.is_manual() => None,
                     (None, _) => Some("no check was named for it".to_owned()),
                 },

@@ -4,9 +4,9 @@
 pub mod attempt;
 pub mod final_state;
 
+use crate::config::CheckConfig;
 use crate::history::check::CheckRecord;
 use crate::tools::checks::CheckRunner;
-use crate::config::CheckConfig;
 
 /// The tree id of `runner`'s work tree now, computed off the async runtime (git is blocking).
 pub async fn tree_now(runner: &CheckRunner) -> Option<String> {

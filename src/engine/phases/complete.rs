@@ -2,8 +2,8 @@
 
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::evidence::final_state::EndState;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
+use crate::engine::evidence::final_state::EndState;
 use crate::history::entry::{EntryBody, RunStatus};
 use crate::plan::{Completion, CompletionSummary, TaskState};
 use crate::report::Notice;

@@ -6,9 +6,9 @@
 use super::{judge, reflect};
 use crate::engine::batch::Batch;
 use crate::engine::context;
-use crate::engine::evidence;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
+use crate::engine::evidence;
 use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::judge::JudgeVerdict;
 use crate::history::entry::{ActionOutcome, EntryBody, RunStatus};
@@ -67,7 +67,9 @@ pub async fn attempt(
         }
         AttemptEnd::Judge(report, verdict) => {
             match evidence::attempt::verify(cx, batch, task_id, start).await {
-                None => judge::judge_task(cx, batch, task_id, &report, verdict, None, &mut fx).await?,
+                None => {
+                    judge::judge_task(cx, batch, task_id, &report, verdict, None, &mut fx).await?
+                }
                 // The model's own verdict was given without the failure: the judge is asked
                 // with it in view.
                 Some(failed) => {
