@@ -95,17 +95,7 @@ pub async fn verify_final(cx: &Cx<'_>, batch: &mut Batch) -> EndState {
         for record in records {
             batch.push(EntryBody::Check(Box::new(record)));
         }
-        if !names.is_empty() {
-            for criterion in &goal.success_criteria {
-                match goal.proof_of(criterion) {
-                    Some(p) if p.is_manual() => {}
-                    Some(p) if names.contains(&p.evidence) => {}
-                    _ => problems.push(format!(
-                        "the success criterion \u{201c}{criterion}\u{201d} names no check and is not manual"
-                    )),
-                }
-            }
-        }
+        problems.extend(crate::plan::criteria::criteria_problems(goal, &names));
         if problems.is_empty() && final_proof_passed(&proof, &tree) {
             RunStatus::Completed
         } else {

@@ -13,7 +13,10 @@ pub struct GoalUnderstanding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
     /// What proves each success criterion (issue 37): a check by name, or `manual` with a reason.
+    /// Left out of the reply schema: only a run with checks asks for it (in the prompt), and every
+    /// other planning request would pay for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
     pub criteria_evidence: Vec<CriterionProof>,
 }
 

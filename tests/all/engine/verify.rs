@@ -321,3 +321,41 @@ fn a_committed_makefile_gives_a_detected_make_test_check() {
         "{ran:?}"
     );
 }
+
+/// A plan whose criteria name no check is re-asked with the problem; the mapped answer stands.
+#[test]
+fn a_criterion_without_evidence_is_reasked_and_the_mapped_plan_is_used() {
+    let reask = MAPPED_PLAN.replace(
+        "when: { contains: \"Produce the planning phases\" }",
+        "when: { contains: \"has no evidence\" }",
+    );
+    let run = run_with(
+        "verify:\n  - name: hello\n    argv: [test, -f, hello.md]\n",
+        &reask,
+    );
+    assert_eq!(run.status, RunStatus::Completed, "{}", run.stderr);
+    let problems: Vec<String> = run
+        .entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Draft { problems, .. } => Some(problems.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"hello.md exists\" has no evidence")),
+        "{problems:?}"
+    );
+    let plan = run
+        .entries
+        .iter()
+        .find_map(|e| match &e.body {
+            EntryBody::Plan { plan, .. } => Some(plan.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(plan.goal_understanding.criteria_evidence.len(), 2);
+}
