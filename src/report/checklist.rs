@@ -45,7 +45,7 @@ fn timestamp(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
+fn task_line(out: &mut String, id: &str, description: &str, state: TaskState, evidence: &str) {
     let (mark, suffix) = match state {
         TaskState::Done => ("x", ""),
         TaskState::Ready => (" ", ""),
@@ -59,7 +59,7 @@ fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
     if matches!(state, TaskState::Cancelled | TaskState::ReplacedByReplan) {
         let _ = writeln!(out, "- [{mark}] ~~**{id}**: {description}~~{suffix}");
     } else {
-        let _ = writeln!(out, "- [{mark}] **{id}**: {description}{suffix}");
+        let _ = writeln!(out, "- [{mark}] **{id}**: {description}{suffix}{evidence}");
     }
 }
 
@@ -153,6 +153,7 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
             &task.id,
             &task.description,
             state.task_state(&task.id),
+            &super::evidence::task_suffix(state, &task.id),
         );
     }
     match &state.pending {
@@ -204,6 +205,9 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
                 percent(done, total)
             );
         }
+    }
+    if let Some(line) = super::evidence::footer_line(state) {
+        let _ = writeln!(out, "{line}");
     }
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {

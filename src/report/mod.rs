@@ -1,6 +1,7 @@
 //! Renderings of the session for people: checklist comment, notices, job summary, terminal.
 
 pub mod checklist;
+pub mod evidence;
 pub(crate) mod forge_reporter;
 pub(crate) mod markers;
 pub mod mermaid;

@@ -168,6 +168,12 @@ fn a_model_that_claims_success_while_the_check_fails_does_not_end_completed() {
         retried,
         "the second attempt was not told about the failing check"
     );
+    assert!(
+        run.comments
+            .contains("**task_1**: Write hello.md ⛔ *blocked* — ❌ `greets` failed on `"),
+        "{}",
+        run.comments
+    );
 }
 
 #[test]
@@ -231,6 +237,34 @@ fn a_passing_check_and_a_manual_criterion_complete_with_their_evidence_shown() {
     assert!(
         run.comments
             .contains("manual — not verified (a person reviews it)"),
+        "{}",
+        run.comments
+    );
+    // The checklist's task line carries the proof, the footer the final verification.
+    let short: String = task.tree.as_deref().unwrap().chars().take(7).collect();
+    assert!(
+        run.comments.contains(&format!(
+            "**task_1**: Write hello.md — ✅ `hello` on `{short}`, "
+        )),
+        "{}",
+        run.comments
+    );
+    assert!(
+        run.comments
+            .contains("*Final verification (configured checks): ✅ `hello` on `"),
+        "{}",
+        run.comments
+    );
+}
+
+#[test]
+fn verify_off_runs_no_check_and_the_checklist_says_so() {
+    let run = run_with("verify: []\n", "");
+    assert_eq!(run.status, RunStatus::Completed, "{}", run.stderr);
+    assert!(checks(&run.entries).is_empty());
+    assert!(run.stderr.contains("verification is off"), "{}", run.stderr);
+    assert!(
+        run.comments.contains("*Verification: off (`verify: []`)*"),
         "{}",
         run.comments
     );
