@@ -56,6 +56,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "user_config_api",
     "secrets",
     "publish",
+    "verify",
 ];
 
 /// The seed variables, read with `envy` (field names are the variable names, lowercased).

@@ -330,6 +330,8 @@ const KNOWN_TYPES: &[&str] = &[
     "usage",
     "completion",
     "run_finished",
+    "check",
+    "verification",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {

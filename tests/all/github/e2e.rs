@@ -956,6 +956,7 @@ mod fanout_split;
 mod git_attack;
 mod split;
 mod split_hostile;
+mod verify;
 mod work_push;
 /// The checklist look-up lists the comments; a next link to another origin is refused there
 /// with a message naming it. (That look-up downgrades a failed listing to a warning, so the run
