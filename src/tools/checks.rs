@@ -7,7 +7,7 @@
 //! does not decide which checks exist.
 
 use super::git_command::git;
-use super::run_command::{describe, run_argv};
+use super::process::{describe, run_argv};
 use super::workspace::Workspace;
 use crate::config::{CheckConfig, CheckWhen, VerifyConfig};
 use crate::history::check::{CheckRecord, CheckStatus, output_tail};

@@ -29,6 +29,7 @@ mod git_command;
 pub(crate) mod list_files;
 pub(crate) mod mcp;
 pub mod output;
+pub(crate) mod process;
 pub(crate) mod read_file;
 pub mod registry_builder;
 pub(crate) mod run_command;
