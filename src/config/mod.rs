@@ -65,7 +65,7 @@ pub use source::{Provenance, Source};
 pub use task_replanning::TaskReplanningConfig;
 pub use tools::{McpServerConfig, ToolsConfig};
 pub use triggers::{GateConfig, ThreadEvent, TriggersConfig};
-pub use verify::VerifyConfig;
+pub use verify::{CheckConfig, CheckWhen, VerifyConfig};
 
 /// The whole configuration after all sources are merged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -91,7 +91,8 @@ pub struct Config {
     pub publish: PublishConfig,
     /// The repository's instructions for agents (`AGENTS.md`, ...).
     pub instructions: InstructionsConfig,
-    /// What proves the work: CI results on Replan's branch (`ci_rounds`).
+    /// What proves the work (issue 37): checks (unset = detected from the repository) and how
+    /// many CI rounds on Replan's branch reopen the thread (`ci_rounds`).
     pub verify: VerifyConfig,
 }
 

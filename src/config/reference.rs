@@ -23,7 +23,16 @@ pub fn reference_markdown() -> String {
          `mcp_servers.<name>` takes `command`, `args`, `env`, `allowed_tools`, \
          `startup_timeout_seconds` (default 30), `llm.prices.<model>` takes `input_per_mtok`, \
          `output_per_mtok` (USD per million tokens), and `user_config_api` takes `url`, `token_env` \
-         (name of the variable holding the bearer token) and `timeout_seconds` (default 10).\n\n",
+         (name of the variable holding the bearer token) and `timeout_seconds` (default 10).\n\n\
+         `verify.checks` (or `verify:` written as the list itself) names the checks that prove the \
+         work: each takes `name`, `argv` (run exactly, no shell, in the `run_command` sandbox), \
+         `timeout_seconds` (default 600) and `when`: `each_task` (default: after every attempt of \
+         a subtask that changed files, and on the final tree) or `final` (on the final tree only). \
+         Unset, they are detected from the manifests of the commit the run starts from (`cargo \
+         test`, a `package.json` `test` script, pytest, `go test ./...`, a Makefile `test` \
+         target); `verify: []` turns verification off. A run ends `completed` only when every \
+         check passed on the final tree; else `unverified`, or `no_changes` when the goal asked \
+         for a change and nothing changed.\n\n",
         REPO_FILE_CANDIDATES
             .iter()
             .map(|c| format!("`{c}`"))

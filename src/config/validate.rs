@@ -272,6 +272,9 @@ fn problems(c: &Config) -> Vec<Problem> {
     }
 
     k.at_least_one("execution.max_parallel", c.execution.max_parallel);
+    for (key, message) in super::verify::problems(&c.verify) {
+        k.fail(&key, message, "see `verify` in docs/config-reference.md");
+    }
 
     let p = &c.publish;
     k.at_least_one("publish.max_manifest_bytes", p.max_manifest_bytes);

@@ -123,6 +123,36 @@ pub fn available_tools(tools: &ToolRegistry) -> String {
         .join("\n")
 }
 
+/// The names of the run's checks (none without a checkout or with `verify: []`).
+pub fn check_names(tools: &ToolRegistry) -> Vec<String> {
+    tools
+        .checks()
+        .map(|runner| runner.checks().iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// What the planner is told about the checks, after the tools: their names, and that each success
+/// criterion maps to one or to `manual`. Empty without checks (the prompt stays as it was).
+pub fn checks_for_planning(tools: &ToolRegistry) -> String {
+    let names = check_names(tools);
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\n**Checks** (Replan runs them to prove the work): {}. In `goal_understanding`, map \
+         every success criterion to the check that proves it or to `manual`: \
+         \"criteria_evidence\": [{{\"criterion\": \"<a success criterion>\", \"evidence\": \"{}\", \
+         \"reason\": \"\"}}, {{\"criterion\": \"...\", \"evidence\": \"manual\", \"reason\": \"why a \
+         person must judge it\"}}]",
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        names[0]
+    )
+}
+
 /// Every tool the plan names (required by a subtask or used by an action), sorted, once each.
 pub fn tools_named_by(plan: &Plan) -> Vec<&str> {
     let mut names: Vec<&str> = plan

@@ -12,6 +12,7 @@ pub mod cx;
 pub mod cycle;
 pub mod decide;
 pub mod demo;
+pub mod evidence;
 pub mod folded;
 pub mod input;
 pub mod instructions;

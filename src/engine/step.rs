@@ -57,11 +57,13 @@ pub fn next_step(state: &SessionState, input: &EngineInput, cfg: &Config) -> Ste
         return planning_step(work, cfg);
     }
     if let Some(completion) = &state.completion {
-        let status = if completion.status.as_deref() == Some("requires_human_intervention") {
-            RunStatus::RequiresHumanIntervention
-        } else {
-            RunStatus::Completed
-        };
+        // `requires_human_intervention`, `unverified`, `no_changes`: the end the completion
+        // recorded; a summary without one completed.
+        let status = completion
+            .status
+            .as_deref()
+            .and_then(|s| serde_json::from_value(serde_json::Value::from(s)).ok())
+            .unwrap_or(RunStatus::Completed);
         return Step::Finish(status);
     }
     let Some(plan) = &state.plan else {

@@ -149,6 +149,11 @@ pub enum RunStatus {
     /// `replan run --stage plan|subtask|join` stopped where other CI jobs take over (the ready
     /// subtasks run as their own jobs, a join merges them and goes on).
     FannedOut,
+    /// The plan ran to its end but the evidence does not prove it: a check failed, timed out or
+    /// could not run on the final tree (issue 37).
+    Unverified,
+    /// The goal asked for a change and the final tree is the tree the run started on.
+    NoChanges,
 }
 
 /// LLM usage of one call or one run.
@@ -397,6 +402,20 @@ pub enum EntryBody {
     Review {
         round: super::review::ReviewRound,
     },
+    /// One run of a check (issue 37): the evidence a subtask or the final tree is proven by.
+    Check(Box<super::check::CheckRecord>),
+    /// The final verification of a plan (issue 37): where its checks came from (`configured`,
+    /// `detected`, `off`), which they were, and the end state it led to with the reasons.
+    Verification {
+        source: String,
+        #[serde(default)]
+        checks: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<String>,
+        /// Each success criterion with its evidence (`check <name>` or `manual — <reason>`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        criteria: Vec<super::check::CriterionEvidence>,
+    },
 }
 }
 
@@ -445,6 +464,8 @@ impl EntryBody {
             EntryBody::Budget { .. } => "budget",
             EntryBody::CiResult(_) => "ci_result",
             EntryBody::Review { .. } => "review",
+            EntryBody::Check(_) => "check",
+            EntryBody::Verification { .. } => "verification",
         }
     }
 }

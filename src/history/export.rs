@@ -470,6 +470,52 @@ pub fn export_markdown(thread: &ThreadRef, entries: &[Entry], corrupt: &[Corrupt
                 );
             }
             EntryBody::Checklist { .. } | EntryBody::Effect { .. } => {}
+            EntryBody::Verification {
+                source,
+                checks,
+                problems,
+                criteria,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "### Verification ({at})\n\n- Checks ({source}): {}",
+                    if checks.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        checks
+                            .iter()
+                            .map(|c| format!("`{}`", cell(c)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                );
+                for c in criteria {
+                    let _ = writeln!(
+                        out,
+                        "- Criterion: {} — {}",
+                        cell(&c.criterion),
+                        c.describe()
+                    );
+                }
+                list(&mut out, "Problems", problems);
+                out.push('\n');
+            }
+            EntryBody::Check(check) => {
+                let _ = writeln!(
+                    out,
+                    "- Check `{}` ({}) {} on tree `{}` in {}{}\n",
+                    check.name,
+                    cell(&check.argv.join(" ")),
+                    check.status.describe(),
+                    check.short_tree(),
+                    check.seconds(),
+                    check
+                        .task_id
+                        .as_deref()
+                        .map(|t| format!(" for task `{t}`"))
+                        .unwrap_or_else(|| " (final verification)".to_owned())
+                );
+            }
             EntryBody::CiResult(ci) => {
                 let verdict = if ci.passed { "passed" } else { "failed" };
                 let _ = writeln!(

@@ -333,6 +333,8 @@ const KNOWN_TYPES: &[&str] = &[
     "budget",
     "ci_result",
     "review",
+    "check",
+    "verification",
 ];
 
 fn parse_line(line: &str) -> Result<Entry, LineError> {

@@ -167,6 +167,9 @@ pub struct SessionState {
     /// Reviews of that pull request taken as cycle inputs, oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reviews: Vec<super::review::ReviewState>,
+    /// What the checks proved, on which trees (issue 37).
+    #[serde(skip_serializing_if = "super::evidence::Evidence::is_empty")]
+    pub evidence: super::evidence::Evidence,
 }
 
 /// `/budget $N` / `/budget N tokens` as recorded in the thread's history.
@@ -518,6 +521,20 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
                 review.answers = Some(completion.review_threads.clone());
             }
             s.completion = Some(*completion)
+        }
+        EntryBody::Check(record) => s.evidence.record(*record),
+        EntryBody::Verification {
+            source,
+            checks,
+            problems,
+            criteria,
+        } => {
+            s.evidence.verification = Some(super::evidence::Verification {
+                source,
+                checks,
+                problems,
+                criteria,
+            })
         }
         EntryBody::RunFinished {
             status,

@@ -1,6 +1,7 @@
 //! The plan: the seeds' data model, its validation and its dependency graph.
 
 pub(crate) mod confidence;
+pub mod criteria;
 pub(crate) mod file;
 pub mod graph;
 pub mod hash;

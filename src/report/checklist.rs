@@ -51,7 +51,7 @@ fn timestamp(at: DateTime<Utc>) -> String {
 
 use super::md_text::inline;
 
-fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
+fn task_line(out: &mut String, id: &str, description: &str, state: TaskState, evidence: &str) {
     let (mark, suffix) = match state {
         TaskState::Done => ("x", ""),
         TaskState::Ready => (" ", ""),
@@ -65,7 +65,7 @@ fn task_line(out: &mut String, id: &str, description: &str, state: TaskState) {
     if matches!(state, TaskState::Cancelled | TaskState::ReplacedByReplan) {
         let _ = writeln!(out, "- [{mark}] ~~**{id}**: {description}~~{suffix}");
     } else {
-        let _ = writeln!(out, "- [{mark}] **{id}**: {description}{suffix}");
+        let _ = writeln!(out, "- [{mark}] **{id}**: {description}{suffix}{evidence}");
     }
 }
 
@@ -159,6 +159,7 @@ pub fn render(state: &SessionState, ctx: &ChecklistContext) -> String {
             &task.id,
             &task.description,
             state.task_state(&task.id),
+            &super::evidence::task_suffix(state, &task.id),
         );
     }
     match &state.pending {
@@ -237,6 +238,9 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
     if let Some(ci) = state.ci_results.last() {
         let _ = writeln!(out, "\n{}\n", super::ci_verification::line(ci));
     }
+    if let Some(line) = super::evidence::footer_line(state) {
+        let _ = writeln!(out, "{line}");
+    }
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {
         facts.push(format!("Model: {model}"));
@@ -284,6 +288,8 @@ pub fn status_line(status: RunStatus) -> &'static str {
         RunStatus::Blocked => "⛔ Blocked",
         RunStatus::Failed => "❌ Failed",
         RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
+        RunStatus::Unverified => "⚠️ Unverified: the checks do not prove the work",
+        RunStatus::NoChanges => "∅ No changes: the goal asked for a change and nothing changed",
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod checklist;
 pub mod ci_verification;
+pub mod evidence;
 pub(crate) mod forge_reporter;
 pub(crate) mod markers;
 pub mod md_text;

@@ -5,7 +5,7 @@
 //! run can go on editing and testing after a pull request was opened. Every git process goes
 //! through `crate::git::command` (private git directory, fixed environment).
 
-use super::{ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Running `git` for the parts of `tools` that ask git something: through Replan's one git
 //! function (`crate::git::command`), with its errors as tool errors.
 
-use super::{ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 use std::path::Path;
 
 fn tool_error(e: crate::git::GitError) -> ToolError {

@@ -17,6 +17,7 @@ macro_rules! rooted_by_workspace_field {
 pub(crate) mod apply_patch;
 pub(crate) mod args;
 pub(crate) mod blocking;
+pub mod checks;
 pub(crate) mod confined;
 pub(crate) mod detect;
 pub(crate) mod edit_file;
@@ -28,6 +29,7 @@ mod git_command;
 pub(crate) mod list_files;
 pub(crate) mod mcp;
 pub mod output;
+pub(crate) mod process;
 pub(crate) mod read_file;
 pub mod registry_builder;
 pub(crate) mod run_command;
@@ -68,6 +70,8 @@ pub trait Tool: Send + Sync {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// The checks Replan runs itself (never offered to the model), in the same checkout.
+    checks: Option<Arc<checks::CheckRunner>>,
 }
 
 impl ToolRegistry {
@@ -89,7 +93,21 @@ impl ToolRegistry {
                 (name.clone(), tool)
             })
             .collect();
-        ToolRegistry { tools }
+        let checks = self
+            .checks
+            .as_ref()
+            .map(|runner| Arc::new(runner.rooted_at(workspace)));
+        ToolRegistry { tools, checks }
+    }
+
+    /// Run `runner`'s checks in this registry's checkout.
+    pub fn set_checks(&mut self, runner: checks::CheckRunner) {
+        self.checks = Some(Arc::new(runner));
+    }
+
+    /// The checks of this run, when there is a checkout to run them in.
+    pub fn checks(&self) -> Option<&checks::CheckRunner> {
+        self.checks.as_deref()
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

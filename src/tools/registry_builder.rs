@@ -81,6 +81,8 @@ pub struct ToolContext {
     pub effects: Option<Arc<dyn EffectJournal>>,
     /// The branch of the pull request Replan opened for the thread, when it did (or the branch a CI round continues).
     pub pull_request_branch: Option<String>,
+    /// The `verify` section: `None` runs no checks.
+    pub verify: Option<crate::config::VerifyConfig>,
 }
 
 impl ToolContext {
@@ -95,6 +97,7 @@ impl ToolContext {
             base_branch: None,
             effects: None,
             pull_request_branch: None,
+            verify: None,
         }
     }
 }
@@ -306,6 +309,17 @@ pub async fn build_registry(context: ToolContext) -> BuiltTools {
                 }
             }
         }
+    }
+
+    if let Some(verify) = &context.verify {
+        let set = super::checks::CheckSet::resolve(verify, workspace.root());
+        tracing::info!("{}", set.describe());
+        registry.set_checks(super::checks::CheckRunner {
+            workspace: workspace.clone(),
+            sandbox: sandbox.clone(),
+            output_cap,
+            set,
+        });
     }
 
     BuiltTools {

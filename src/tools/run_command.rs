@@ -11,8 +11,7 @@
 //! the command left it, and nothing keeps writing to it afterwards.
 
 use super::args::{Args, failed, invalid};
-use super::env::scrubbed_process_env;
-use super::output::CappedBuffer;
+use super::process::{describe, run_argv};
 use super::workspace::Workspace;
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::llm::ToolSpec;
@@ -20,9 +19,7 @@ use crate::sandbox::SandboxPolicy;
 use crate::sandbox::protected::restoring;
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 #[derive(Clone)]
 pub struct RunCommandTool {
@@ -174,42 +171,9 @@ async fn run(
     sandbox: &SandboxPolicy,
 ) -> ToolResult {
     let shown = argv.join(" ");
-    let mut command = tokio::process::Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .current_dir(cwd)
-        .env_clear()
-        .envs(scrubbed_process_env())
-        .env("TMPDIR", sandbox.temp_dir())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = crate::sandbox::spawn(&mut command, sandbox).map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound {
-            ToolErrorKind::NotFound
-        } else {
-            ToolErrorKind::Failed
-        };
-        ToolError::new(kind, format!("could not start `{shown}`: {e}"))
-    })?;
-    let output = Arc::new(Mutex::new(CappedBuffer::new(cap)));
-    let readers = [
-        child.stdout().map(|s| collect(s, output.clone())),
-        child.stderr().map(|s| collect(s, output.clone())),
-    ];
-    // Both waits return only once every process the command started is gone.
-    let status = match tokio::time::timeout(limit, child.wait()).await {
-        Ok(status) => Some(status.map_err(|e| failed(format!("waiting for `{shown}`: {e}")))?),
-        Err(_) => {
-            let _ = child.stop_and_wait().await;
-            None
-        }
-    };
-    for reader in readers.into_iter().flatten() {
-        let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
-    }
-    let text = output.lock().expect("output lock").render();
-    match status {
+    let finished = run_argv(argv, cwd, limit, cap, sandbox).await?;
+    let text = finished.output;
+    match finished.status {
         None => Err(ToolError::new(
             ToolErrorKind::Timeout,
             format!(
@@ -226,28 +190,4 @@ async fn run(
             describe(status)
         ))),
     }
-}
-
-fn describe(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => format!("killed by signal {signal}"),
-        _ => "unknown status".to_owned(),
-    }
-}
-
-fn collect(
-    mut stream: impl AsyncRead + Unpin + Send + 'static,
-    output: Arc<Mutex<CappedBuffer>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut chunk = vec![0u8; 8192];
-        loop {
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => output.lock().expect("output lock").push(&chunk[..n]),
-            }
-        }
-    })
 }

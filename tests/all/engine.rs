@@ -15,3 +15,4 @@ mod planning;
 mod refinement;
 mod report_snapshots;
 mod resume;
+mod verify;

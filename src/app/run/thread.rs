@@ -146,6 +146,7 @@ pub(super) async fn cycle_on_thread(
     {
         tool_context.pull_request_branch = Some(run.branch.clone());
     }
+    tool_context.verify = Some(ctx.config.verify.clone());
     if forge.kind() == ForgeKind::GitLab {
         // GitLab's CI checkout pushes with CI_JOB_TOKEN, which may not push: use GITLAB_TOKEN.
         if let Some(publisher) = crate::tools::git::TokenPushPublisher::gitlab(&ctx.env) {

@@ -3,11 +3,13 @@
 use crate::engine::batch::Batch;
 use crate::engine::context;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
+use crate::engine::evidence::final_state::EndState;
 use crate::history::entry::{EntryBody, RunStatus};
 use crate::plan::{Completion, CompletionSummary, TaskState};
 use crate::report::Notice;
 
 pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, CycleError> {
+    let end = crate::engine::evidence::final_state::verify_final(cx, batch).await;
     let state = &batch.state;
     let plan = state.plan.clone().unwrap_or_default();
     let tasks: Vec<String> = context::task_states(&plan, state)
@@ -22,10 +24,7 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
         "completion",
         &[
             ("goal", &plan.goal_understanding.main_objective),
-            (
-                "success_criteria",
-                &plan.goal_understanding.success_criteria.join("; "),
-            ),
+            ("success_criteria", &criteria_with_evidence(&plan, &end)),
             ("tasks", &tasks.join("\n")),
             ("revisions", &state.revision_count().to_string()),
             ("review", &review),
@@ -58,6 +57,12 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
     completion.summary.tasks_completed = done;
     completion.summary.tasks_failed = failed;
     completion.done = true;
+    if end.status != RunStatus::Completed {
+        // The evidence, not the model, says whether the goal was reached.
+        completion.summary.goal_achieved = false;
+        completion.status = Some(status_name(end.status));
+        completion.summary.reason = Some(end.problems.join("; "));
+    }
     let summary = format!(
         "{} ({}/{} tasks done, {} plan revisions){}",
         if completion.summary.goal_achieved {
@@ -73,14 +78,50 @@ pub async fn complete(cx: &Cx<'_>, batch: &mut Batch) -> Result<StepEffects, Cyc
         } else {
             format!(": {}", completion.summary.key_outcomes.join("; "))
         }
-    );
+    ) + &evidence_lines(&end);
     batch.push(EntryBody::Completion {
         completion: Box::new(completion),
     });
     Ok(StepEffects {
         notices: vec![Notice::Completion { summary }],
-        end: Some(RunStatus::Completed),
+        end: Some(end.status),
     })
+}
+
+fn status_name(status: RunStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The criteria as the completion prompt gets them: each with its evidence, when verified.
+fn criteria_with_evidence(plan: &crate::plan::Plan, end: &EndState) -> String {
+    if end.criteria.is_empty() {
+        return plan.goal_understanding.success_criteria.join("; ");
+    }
+    end.criteria
+        .iter()
+        .map(|c| format!("{} [{}]", c.criterion, c.describe()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The completion summary's verification part: why the run is not `completed`, and every
+/// criterion with its evidence.
+fn evidence_lines(end: &EndState) -> String {
+    let mut out = String::new();
+    if end.status != RunStatus::Completed {
+        out.push_str(&format!(
+            "\n\n**{}**: {}",
+            status_name(end.status),
+            end.problems.join("; ")
+        ));
+    }
+    for c in &end.criteria {
+        out.push_str(&format!("\n- {} — {}", c.criterion, c.describe()));
+    }
+    out
 }
 
 /// Error level 3 (seed 001 §10.4): record `requires_human_intervention` and tell people.

@@ -8,6 +8,7 @@ use crate::engine::batch::Batch;
 use crate::engine::context;
 use crate::engine::cx::{Cx, CycleError, StepEffects};
 use crate::engine::decide::{DecisionAsk, DecisionOutcome, decide, decision_format};
+use crate::engine::evidence;
 use crate::engine::folded::{FoldedTurn, is_folded};
 use crate::engine::instructions;
 use crate::engine::judge::JudgeVerdict;
@@ -58,6 +59,7 @@ pub async fn attempt(
     task_id: &str,
 ) -> Result<StepEffects, CycleError> {
     let mut fx = StepEffects::default();
+    let start = evidence::attempt::start(cx).await;
     let end = tool_loop(cx, batch, task_id, &mut fx).await?;
     match end {
         AttemptEnd::Stop(status) => {
@@ -65,7 +67,18 @@ pub async fn attempt(
             Ok(fx)
         }
         AttemptEnd::Judge(report, verdict) => {
-            judge::judge_task(cx, batch, task_id, &report, verdict, &mut fx).await?;
+            match evidence::attempt::verify(cx, batch, task_id, start).await {
+                None => {
+                    judge::judge_task(cx, batch, task_id, &report, verdict, None, &mut fx).await?
+                }
+                // The model's own verdict was given without the failure: the judge is asked
+                // with it in view.
+                Some(failed) => {
+                    let report = format!("{report}\n\nThe checks failed:\n{}", failed.report);
+                    judge::judge_task(cx, batch, task_id, &report, None, Some(&failed), &mut fx)
+                        .await?
+                }
+            }
             Ok(fx)
         }
     }

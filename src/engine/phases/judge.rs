@@ -4,6 +4,7 @@
 use crate::engine::batch::Batch;
 use crate::engine::context::{self, json};
 use crate::engine::cx::{Cx, CycleError, StepEffects};
+use crate::engine::evidence::attempt::FailedChecks;
 use crate::engine::judge::{JudgeVerdict, apply_split, decide};
 use crate::history::entry::{EntryBody, JudgeOutcome};
 use crate::plan::{Subtask, TaskState};
@@ -28,6 +29,7 @@ pub async fn judge_task(
     task_id: &str,
     report: &str,
     given: Option<JudgeVerdict>,
+    failed_checks: Option<&FailedChecks>,
     fx: &mut StepEffects,
 ) -> Result<(), CycleError> {
     let plan = batch.state.plan.clone().unwrap_or_default();
@@ -76,7 +78,7 @@ pub async fn judge_task(
                 .await?
         }
     };
-    let verdict = match asked {
+    let mut verdict = match asked {
         Ok(v) => v,
         Err(f) => JudgeVerdict {
             success: false,
@@ -86,6 +88,23 @@ pub async fn judge_task(
             missing_requirements: vec![],
         },
     };
+    if let Some(failed) = failed_checks {
+        // A failing check is a failed attempt, whatever the judge read into the report: it may
+        // continue, replan or block, never call the subtask done.
+        if verdict.success {
+            verdict.success = false;
+            verdict.should_continue = !verdict.should_replan;
+        }
+        let mut missing = failed.requirements.clone();
+        missing.append(&mut verdict.missing_requirements);
+        verdict.missing_requirements = missing;
+        verdict.reason = format!(
+            "{} {}\n{}",
+            failed.requirements.join("; "),
+            verdict.reason,
+            failed.report
+        );
+    }
     let info = batch
         .state
         .tasks

@@ -131,7 +131,8 @@ pub(crate) async fn ask_draft(
 ) -> Result<StepEffects, CycleError> {
     let task_request = context::task_request(&batch.state);
     let past = context::past_history(&batch.state);
-    let tools = context::available_tools(&cx.deps.tools);
+    let tools =
+        context::available_tools(&cx.deps.tools) + &context::checks_for_planning(&cx.deps.tools);
     let fixed = fixed_parts(w, first);
     let fb = feedback(w, extra_feedback);
     let rules = context::planning_rules(&cx.deps.prompts, cx.cfg())?;
@@ -268,6 +269,10 @@ pub(crate) async fn ask_draft(
     let mut problems: Vec<String> = parse_problem.into_iter().collect();
     if let Some(plan) = merged.draft() {
         problems.extend(validation_problems(cx, &plan));
+        problems.extend(crate::plan::criteria::criteria_problems(
+            &plan.goal_understanding,
+            &context::check_names(&cx.deps.tools),
+        ));
     }
     batch.push(EntryBody::Draft {
         goal_understanding: goal,

@@ -19,7 +19,7 @@ pub use decision::{
     ReplanType, RevisionScope,
 };
 pub use decomposition::{Complexity, Subtask, TaskDecomposition};
-pub use goal::GoalUnderstanding;
+pub use goal::{CriterionProof, GoalUnderstanding};
 pub use phase::Phase;
 pub use plan::{ExecutionResponse, FunctionCall, Plan, PlanningError, PlanningResponse};
 pub use reflection::{

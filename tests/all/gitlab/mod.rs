@@ -8,6 +8,7 @@ mod fanout_split;
 mod gate;
 mod pipeline;
 mod split;
+mod verify;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

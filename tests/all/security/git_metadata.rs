@@ -84,6 +84,8 @@ steps:
       - {{ name: write_file, arguments: {{ path: hello.md, content: "hello\n" }} }}
   - when: {{ contains: "Execute subtask `task_2`" }}
     tool_calls: [ {{ name: open_pull_request, arguments: {{ title: "Add hello", body: "hello" }} }} ]
+  - when: {{ contains: "Propose up to three alternative ways" }}
+    reply: '{{"alternatives": []}}'
 "#
     )
 }
@@ -95,6 +97,13 @@ fn checkout() -> (TestRepo, TestRepo) {
     let _ = checkout.try_git(&["checkout", "-q", "-b", "main"]);
     checkout.write("README.md", "# widgets\n");
     checkout.write("Makefile", "test:\n\ttrue\n");
+    // The check proves the subtask after the planting: Replan's tree of the planted checkout is
+    // computed too, and the planted filters must not run for it either. (The detected `make
+    // test` would run the model's planting Makefile, which rewrites .git and so never passes.)
+    checkout.write(
+        ".replan.yml",
+        "verify:\n  - name: hello\n    argv: [test, -f, hello.md]\n",
+    );
     checkout.commit_all("init");
     checkout.run_git(&["push", "-q", "origin", "main"]);
     (origin, checkout)
