@@ -2,11 +2,12 @@
 //! its own worktree with its own tools and its own batch; they share the one metered LLM (so the
 //! budget holds across them), the reporter and the journal.
 //!
-//! Results are taken in the order the subtasks started, which is plan order: a subtask that
-//! finishes early waits for the ones before it. Each is then merged into the workspace and its
-//! entries appended, renumbered after everything before them. A merge conflict is a failed
-//! attempt of the later subtask (`phases::judge::merge_failed`), which runs again on the merged
-//! tree. A result that replans, pauses or ends the run stops the others: what they did is
+//! Results are taken in the order the subtasks finish, and a subtask starts the moment its own
+//! dependencies are appended: one slow subtask never holds back an unrelated chain (issue 40).
+//! Each result is merged into the workspace and its entries appended, renumbered after everything
+//! before them; the others keep running while that happens. A merge conflict is a failed attempt
+//! of the subtask that finished later (`phases::judge::merge_failed`), which runs again on the
+//! merged tree. A result that replans, pauses or ends the run stops the others: what they did is
 //! dropped except the model usage it cost.
 
 use super::append::{commit, keep_usage, show_progress};
@@ -20,7 +21,7 @@ use crate::history::entry::RunStatus;
 use crate::llm::LlmError;
 use crate::plan::TaskState;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 /// One attempt that ran in its own checkout.
 struct Attempt {
@@ -40,10 +41,11 @@ pub async fn run_wave(
     let mut running = FuturesUnordered::new();
     // Started and not yet appended, in start order.
     let mut busy: Vec<String> = Vec::new();
-    let mut finished: BTreeMap<String, Attempt> = BTreeMap::new();
+    // Finished while another was being appended, in the order they finished.
+    let mut finished: VecDeque<Attempt> = VecDeque::new();
     loop {
         let mut base = None;
-        // A finished subtask waiting for those before it holds no slot.
+        // A finished subtask waiting to be appended holds no slot.
         let room = (cx.cfg().execution.max_parallel as usize).saturating_sub(running.len());
         for step in steps_now(state, cx.input, cx.cfg(), &busy)
             .into_iter()
@@ -64,32 +66,59 @@ pub async fn run_wave(
             busy.push(task_id.clone());
             running.push(attempt(cx, state.clone(), task_id, worktree));
         }
-        if base.is_some() {
-            show_progress(cx, state, Some(&running_shown(state, &busy))).await?;
+        if base.is_some() || (finished.is_empty() && !busy.is_empty()) {
+            let shown = running_shown(state, &busy);
+            beside(
+                show_progress(cx, state, Some(&shown)),
+                &mut running,
+                &mut finished,
+            )
+            .await?;
         }
-        let Some(done) = running.next().await else {
-            return Ok(None);
+        let next = match finished.pop_front() {
+            Some(next) => next,
+            None => match running.next().await {
+                Some(next) => next,
+                None => return Ok(None),
+            },
         };
-        finished.insert(done.task_id.clone(), done);
-        while let Some(next) = busy.first().and_then(|id| finished.remove(id)) {
-            busy.remove(0);
-            let version = state.plan_version;
-            let end = append_attempt(cx, checkouts, state, next).await?;
-            let disrupted = end.is_some()
-                || state.plan_version != version
-                || state.planning.is_some()
-                || state.pending.is_some();
-            if disrupted {
-                // The plan or the run changed under the others: keep only what they cost.
-                drop(running);
-                for (_, rest) in std::mem::take(&mut finished) {
-                    keep_usage(cx, state, rest.batch).await?;
-                }
-                return Ok(end);
+        busy.retain(|id| *id != next.task_id);
+        let version = state.plan_version;
+        let end = beside(
+            append_attempt(cx, checkouts, state, next),
+            &mut running,
+            &mut finished,
+        )
+        .await?;
+        let disrupted = end.is_some()
+            || state.plan_version != version
+            || state.planning.is_some()
+            || state.pending.is_some();
+        if disrupted {
+            // The plan or the run changed under the others: keep only what they cost.
+            drop(running);
+            for rest in finished {
+                keep_usage(cx, state, rest.batch).await?;
             }
-            if !busy.is_empty() {
-                show_progress(cx, state, Some(&running_shown(state, &busy))).await?;
-            }
+            return Ok(end);
+        }
+    }
+}
+
+/// Await `work` while the running attempts go on: those that finish meanwhile wait in
+/// `finished` (a history append or a checklist update is forge requests; nobody's model call
+/// should wait for them).
+async fn beside<T>(
+    work: impl Future<Output = T>,
+    running: &mut FuturesUnordered<impl Future<Output = Attempt>>,
+    finished: &mut VecDeque<Attempt>,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut work => return out,
+            Some(done) = running.next(), if !running.is_empty() => finished.push_back(done),
         }
     }
 }
