@@ -20,6 +20,14 @@ const SUBTASKS: usize = 300;
 /// the plan and the join, not this machine's throughput.
 const AT_ONCE: usize = 4;
 
+/// Who the bench's own commits (the seed) and Replan's commits are by.
+const IDENTITY: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", "bench"),
+    ("GIT_AUTHOR_EMAIL", "bench@example.com"),
+    ("GIT_COMMITTER_NAME", "bench"),
+    ("GIT_COMMITTER_EMAIL", "bench@example.com"),
+];
+
 fn step(contains: &str, reply: Option<String>, tool_calls: Vec<ScriptedToolCall>) -> Step {
     Step {
         when: Some(When {
@@ -102,6 +110,7 @@ impl Bench {
             .arg(dir)
             .args(args)
             .envs(isolated_git_env())
+            .envs(IDENTITY)
             .status()
             .expect("git runs");
         assert!(status.success(), "git {args:?}");
@@ -139,6 +148,7 @@ impl Bench {
         }
         command
             .envs(isolated_git_env())
+            .envs(IDENTITY)
             .env("RUST_LOG", "replan=warn")
             .args(["run", "--issue", "1", "--title", "Write the notes"])
             .args(["--body", "One notes file per subtask."])

@@ -44,29 +44,32 @@ pub async fn run_wave(
     // Finished while another was being appended, in the order they finished.
     let mut finished: VecDeque<Attempt> = VecDeque::new();
     loop {
-        let mut base = None;
         // A finished subtask waiting to be appended holds no slot.
         let room = (cx.cfg().execution.max_parallel as usize).saturating_sub(running.len());
-        for step in steps_now(state, cx.input, cx.cfg(), &busy)
+        let starting: Vec<String> = steps_now(state, cx.input, cx.cfg(), &busy)
             .into_iter()
             .take(room)
-        {
-            let Step::Execute(task_id) = step else { break };
-            let base = match &mut base {
-                Some(base) => base,
-                None => base.insert(checkouts.base().map_err(|e| {
-                    CycleError::Fatal(format!("could not snapshot the workspace: {e}"))
-                })?),
-            };
-            let worktree = checkouts.open(&task_id, base).map_err(|e| {
-                CycleError::Fatal(format!(
-                    "could not make a worktree for subtask {task_id}: {e}"
-                ))
-            })?;
-            busy.push(task_id.clone());
-            running.push(attempt(cx, state.clone(), task_id, worktree));
+            .map_while(|step| match step {
+                Step::Execute(task_id) => Some(task_id),
+                _ => None,
+            })
+            .collect();
+        let started = !starting.is_empty();
+        if started {
+            // The snapshot and the worktrees are git processes: on the blocking pool, while the
+            // running subtasks' model calls go on.
+            let opened = beside(
+                open_worktrees(checkouts.clone(), starting),
+                &mut running,
+                &mut finished,
+            )
+            .await?;
+            for (task_id, worktree) in opened {
+                busy.push(task_id.clone());
+                running.push(attempt(cx, state.clone(), task_id, worktree));
+            }
         }
-        if base.is_some() || (finished.is_empty() && !busy.is_empty()) {
+        if started || (finished.is_empty() && !busy.is_empty()) {
             let shown = running_shown(state, &busy);
             beside(
                 show_progress(cx, state, Some(&shown)),
@@ -123,6 +126,40 @@ async fn beside<T>(
     }
 }
 
+/// A snapshot of the workspace now and a worktree of it for each of `task_ids`.
+async fn open_worktrees(
+    checkouts: Checkouts,
+    task_ids: Vec<String>,
+) -> Result<Vec<(String, Worktree)>, CycleError> {
+    off_thread(move || {
+        let base = checkouts
+            .base()
+            .map_err(|e| CycleError::Fatal(format!("could not snapshot the workspace: {e}")))?;
+        task_ids
+            .into_iter()
+            .map(|task_id| {
+                let worktree = checkouts.open(&task_id, &base).map_err(|e| {
+                    CycleError::Fatal(format!(
+                        "could not make a worktree for subtask {task_id}: {e}"
+                    ))
+                })?;
+                Ok((task_id, worktree))
+            })
+            .collect()
+    })
+    .await?
+}
+
+/// `work` on tokio's blocking pool: the runtime has one thread, and a git process run on it
+/// would hold up every other subtask's model call.
+async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CycleError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| CycleError::Fatal(format!("a git step of parallel subtasks failed: {e}")))
+}
+
 /// One attempt at `task_id` in its checkout, from the state as it was when it started.
 async fn attempt(cx: &Cx<'_>, state: SessionState, task_id: String, worktree: Worktree) -> Attempt {
     let deps = cx
@@ -169,11 +206,20 @@ async fn append_attempt(
     for entry in batch.entries {
         ordered.adopt(entry);
     }
-    if let Err(conflict) = checkouts.merge(&worktree, &task_id) {
+    let merging = checkouts.clone();
+    let id = task_id.clone();
+    // git processes, on the blocking pool (see `open_worktrees`); the worktree is removed there
+    // too.
+    let merged = off_thread(move || {
+        let merged = merging.merge(&worktree, &id);
+        drop(worktree);
+        merged
+    })
+    .await?;
+    if let Err(conflict) = merged {
         tracing::warn!(%task_id, %conflict, "a parallel subtask's changes could not be merged");
         phases::judge::merge_failed(&mut ordered, &task_id, &conflict, &mut effects);
     }
-    drop(worktree);
     commit(cx, state, ordered, effects.notices).await?;
     Ok(effects.end)
 }
