@@ -58,6 +58,17 @@ fn main() {
     }
     let quick = std::env::var("REPLAN_BENCH_QUICK").is_ok_and(|v| v == "1");
     let started = Instant::now();
+    // `REPLAN_BENCH_ONLY=critical_path` or `=fanout`: that part alone, its keys on stderr.
+    if let Ok(only) = std::env::var("REPLAN_BENCH_ONLY") {
+        let mut report = Report::default();
+        match only.as_str() {
+            "critical_path" => critical_path(quick, &mut report),
+            "fanout" => fanout::report(&mut report),
+            other => panic!("REPLAN_BENCH_ONLY={other}: use critical_path or fanout"),
+        }
+        report.print();
+        return;
+    }
     machine();
 
     let mut template = String::new();

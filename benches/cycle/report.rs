@@ -37,6 +37,11 @@ impl Report {
         self.0.insert(key.to_owned(), value);
     }
 
+    /// The keys measured so far, on stderr (a partial run: `REPLAN_BENCH_ONLY`).
+    pub fn print(&self) {
+        eprintln!("bench keys: {}", Value::Object(self.0.clone()));
+    }
+
     /// Writes the object to `REPLAN_BENCH_JSON` when set; prints it on stderr either way.
     pub fn write(&self) {
         let mut ordered = Map::new();
