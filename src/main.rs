@@ -29,20 +29,6 @@ fn main() -> ExitCode {
     };
     let code = run(cli);
     drop(stdio);
-    exit_at_once(code)
-}
-
-/// End the process once everything it wrote has reached its file descriptors (the runtime and
-/// its blocking threads are gone, the redacting pumps have drained): without the exit handlers,
-/// which only give memory back to a process that is ending (mimalloc returns every arena page
-/// with `madvise`, issue 15's cycle overhead).
-fn exit_at_once(code: u8) -> ExitCode {
-    use std::io::Write as _;
-    let flushed = std::io::stdout().flush().is_ok() && std::io::stderr().flush().is_ok();
-    if flushed {
-        // SAFETY: `_exit` takes an int and does not return; nothing of ours is left unwritten.
-        unsafe { libc::_exit(i32::from(code)) }
-    }
     ExitCode::from(code)
 }
 

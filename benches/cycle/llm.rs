@@ -52,6 +52,26 @@ impl ScriptedLlm {
         scenario: Scenario,
         dynamic: Option<Dynamic>,
     ) -> Self {
+        Self::serving(latency, false, scenario, dynamic)
+    }
+
+    /// Each answer is sent `latency` after its request arrived, by the server's timer, so calls
+    /// made at the same time wait at the same time (parallel subtasks); a fixed latency of
+    /// hundreds of milliseconds makes the timer's millisecond rounding irrelevant.
+    pub fn answering_concurrently_after(
+        latency: Duration,
+        scenario: Scenario,
+        dynamic: Option<Dynamic>,
+    ) -> Self {
+        Self::serving(latency, true, scenario, dynamic)
+    }
+
+    fn serving(
+        latency: Duration,
+        concurrent: bool,
+        scenario: Scenario,
+        dynamic: Option<Dynamic>,
+    ) -> Self {
         let log = Arc::new(Mutex::new(Log::default()));
         let seen = log.clone();
         let steps = scenario.steps;
@@ -70,7 +90,7 @@ impl ScriptedLlm {
                 .cloned()
                 .or_else(|| dynamic.as_ref().and_then(|d| d(&texts)));
             let reply_chars = step.as_ref().map_or(0, reply_chars);
-            let response = match &step {
+            let mut response = match &step {
                 Some(step) => FakeResponse::json(200, &completion(&texts, step)),
                 None => FakeResponse::json(
                     400,
@@ -89,7 +109,9 @@ impl ScriptedLlm {
             drop(log);
             // Slept here, not by the server's timer (which rounds up to its millisecond ticks),
             // and measured, so the time subtracted is the time the answer really took.
-            if !latency.is_zero() {
+            if concurrent {
+                response.delay = Some(latency.saturating_sub(start.elapsed()));
+            } else if !latency.is_zero() {
                 std::thread::sleep(latency.saturating_sub(start.elapsed()));
             }
             seen.lock().unwrap_or_else(|e| e.into_inner()).handler_time += start.elapsed();

@@ -1,8 +1,10 @@
-//! `cargo bench --bench cycle`: what a Replan cycle costs besides the model (issue 9).
+//! `cargo bench --bench cycle`: what a Replan cycle adds to the user's wait (issues 9, 40).
 //!
 //! Runs the release `replan` binary as GitHub Actions would, against the fake GitHub on loopback
-//! and a zero-latency scripted LLM, and measures the library's history replay and checklist
-//! render. Prints the tables of BENCHMARKS.md (markdown) on stdout. Not part of `.ci/run`.
+//! and a scripted LLM (zero latency, or a fixed latency for the critical path), the fan-out's
+//! plan and join stages on a local bare remote, and the library's history replay and checklist
+//! render. Prints markdown tables on stdout and the keys of BENCHMARKS.md as JSON
+//! (`REPLAN_BENCH_JSON=FILE`). Not part of `.ci/run`.
 
 #[path = "../../tests/all/support/mod.rs"]
 mod support;
@@ -11,7 +13,9 @@ mod support;
 mod quiet;
 
 mod checklist;
+mod critical_path;
 mod demo;
+mod fanout;
 mod llm;
 mod replay;
 mod report;
@@ -39,7 +43,7 @@ use world::World;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const E2E_SCENARIO: &str = include_str!("../../tests/scenarios/github_e2e_base.yaml");
+pub(crate) const E2E_SCENARIO: &str = include_str!("../../tests/scenarios/github_e2e_base.yaml");
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -54,12 +58,25 @@ fn main() {
     }
     let quick = std::env::var("REPLAN_BENCH_QUICK").is_ok_and(|v| v == "1");
     let started = Instant::now();
+    // `REPLAN_BENCH_ONLY=critical_path` or `=fanout`: that part alone, its keys on stderr.
+    if let Ok(only) = std::env::var("REPLAN_BENCH_ONLY") {
+        let mut report = Report::default();
+        match only.as_str() {
+            "critical_path" => critical_path(quick, &mut report),
+            "fanout" => fanout::report(&mut report),
+            other => panic!("REPLAN_BENCH_ONLY={other}: use critical_path or fanout"),
+        }
+        report.print();
+        return;
+    }
     machine();
 
     let mut template = String::new();
     let mut report = Report::default();
     cycles(quick, &mut template, &mut report);
     instructions_prefix_share();
+    critical_path(quick, &mut report);
+    fanout::report(&mut report);
     if let Some(other) = std::env::var_os("REPLAN_BENCH_AB") {
         let zero = scenario::cycle_llm(20, Duration::ZERO);
         interleaved_cycle20(Path::new(&other), &zero, if quick { 8 } else { 20 });
@@ -157,7 +174,8 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
         if n == 20 {
             report.set("cycle20_llm_round_trips", trips as f64);
             report.set("cycle20_forge_requests", forge_requests as f64);
-            report.set("cycle20_overhead_ms", net.median());
+            // What the zero-latency cycle takes, against what its calls take at 1 s each.
+            report.set("overhead_share_1s", wall.median() / (trips as f64 * 1000.0));
         }
         if n == 100 {
             report.set("cycle100_peak_rss_mib", rss as f64 / 1024.0);
@@ -217,6 +235,33 @@ fn instructions_prefix_share() {
         "with a 4 KiB AGENTS.md the cacheable prefix share fell to {:.3} (issue 38 wants >= 0.8)",
         t.previous_prefix_share
     );
+}
+
+/// `critical_path_efficiency`: 4 chains of 5 subtasks at the model's latency (median of runs).
+fn critical_path(quick: bool, report: &mut Report) {
+    let latency = critical_path::latency();
+    let runs = if quick { 1 } else { 3 };
+    println!(
+        "## Critical path: {} chains of {} subtasks, max_parallel {}, model latency {} ms\n",
+        critical_path::CHAINS,
+        critical_path::SUBTASKS / critical_path::CHAINS,
+        critical_path::CHAINS,
+        latency.as_millis()
+    );
+    println!("| run | round trips | on the longest chain | wall ms | efficiency |");
+    println!("| ---: | ---: | ---: | ---: | ---: |");
+    let mut world = World::new();
+    let mut efficiency = Samples::default();
+    for run in 1..=runs {
+        let r = critical_path::measure(&mut world, latency);
+        println!(
+            "| {run} | {} | {} | {:.0} | {:.3} |",
+            r.round_trips, r.critical_trips, r.wall_ms, r.efficiency
+        );
+        efficiency.push(r.efficiency);
+    }
+    println!();
+    report.set("critical_path_efficiency", efficiency.median());
 }
 
 /// `REPLAN_BENCH_AB=<another replan binary>`: the 20-subtask cycle with this build and that one
@@ -319,7 +364,7 @@ fn run_cycle(world: &mut World, llm: &ScriptedLlm, binary: &Path, n: usize) -> C
     }
 }
 
-fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {
+pub(crate) fn check_completed(result: &world::RunResult, n: usize, unmatched: &[String]) {
     let done = result
         .outputs
         .get("tasks_done")

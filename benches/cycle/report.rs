@@ -5,11 +5,15 @@ use serde_json::{Map, Value};
 
 /// Every key is written, in this order; every run measures all of them, so a missing one is a
 /// bench bug and panics at the end.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 14] = [
+    "critical_path_efficiency",
+    "overhead_share_1s",
+    "fanout_300_matrices",
+    "fanout_300_largest_matrix",
+    "fanout_300_join_ms",
     "cycle20_llm_round_trips",
     "cycle20_prompt_tokens",
     "cycle20_forge_requests",
-    "cycle20_overhead_ms",
     "plan_round_trips",
     "reflection_prompt_tokens",
     "cacheable_prefix_share",
@@ -31,6 +35,11 @@ impl Report {
             Value::from((value * 1000.0).round() / 1000.0)
         };
         self.0.insert(key.to_owned(), value);
+    }
+
+    /// The keys measured so far, on stderr (a partial run: `REPLAN_BENCH_ONLY`).
+    pub fn print(&self) {
+        eprintln!("bench keys: {}", Value::Object(self.0.clone()));
     }
 
     /// Writes the object to `REPLAN_BENCH_JSON` when set; prints it on stderr either way.

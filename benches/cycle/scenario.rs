@@ -13,10 +13,16 @@ use crate::llm::Dynamic;
 
 /// The planning reply: a chain task_1 → … → task_n, one `write_file` action each.
 pub fn plan_json(n: usize) -> Value {
+    plan_of_chains(n, 1)
+}
+
+/// The planning reply for `chains` independent chains of `n / chains` subtasks each: task_i
+/// needs task_{i - chains} (chain c holds task_c, task_{c + chains}, ...).
+pub fn plan_of_chains(n: usize, chains: usize) -> Value {
     let subtasks: Vec<Value> = (1..=n)
         .map(|i| {
-            let deps: Vec<String> = if i > 1 {
-                vec![format!("task_{}", i - 1)]
+            let deps: Vec<String> = if i > chains {
+                vec![format!("task_{}", i - chains)]
             } else {
                 vec![]
             };
@@ -82,7 +88,12 @@ fn step(contains: &str, reply: String) -> Step {
 }
 
 pub fn cycle_scenario(n: usize) -> Scenario {
-    let plan = plan_json(n).to_string();
+    chains_scenario(n, 1)
+}
+
+/// The scripted model of `chains` independent chains over `n` subtasks.
+pub fn chains_scenario(n: usize, chains: usize) -> Scenario {
+    let plan = plan_of_chains(n, chains).to_string();
     let steps = vec![
         step("Produce the planning phases", plan.clone()),
         // Before the decision step: execute turns quote the decision format too.
@@ -144,4 +155,18 @@ pub fn execute_step() -> Dynamic {
 /// `latency` (zero: at once).
 pub fn cycle_llm(n: usize, latency: std::time::Duration) -> crate::llm::ScriptedLlm {
     crate::llm::ScriptedLlm::answering_after(latency, cycle_scenario(n), Some(execute_step()))
+}
+
+/// The scripted model of `chains` independent chains over `n` subtasks, answering every call
+/// `latency` after it arrived, calls made together waiting together.
+pub fn chains_llm(
+    n: usize,
+    chains: usize,
+    latency: std::time::Duration,
+) -> crate::llm::ScriptedLlm {
+    crate::llm::ScriptedLlm::answering_concurrently_after(
+        latency,
+        chains_scenario(n, chains),
+        Some(execute_step()),
+    )
 }

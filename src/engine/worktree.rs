@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The workspace the subtasks' checkouts are made from and merged into.
+#[derive(Clone)]
 pub struct Checkouts {
     main: Workspace,
     author: CommitAuthor,

@@ -602,3 +602,65 @@ fn the_subtask_jobs_of_a_wave_share_the_threads_ledger() {
     assert_eq!(world.llm.requests().len(), before, "no model call");
     assert_eq!(finished(&world).last(), Some(&BudgetExhausted));
 }
+
+/// Issue 40: a wave of 300 ready subtasks is written as matrices that fit the platforms — at
+/// most 200 each (GitHub runs at most 256 jobs of one matrix, GitLab 200 of one
+/// `parallel:matrix`) — and the GitLab child pipeline still has a job pair for every one.
+#[test]
+fn three_hundred_ready_subtasks_are_split_into_matrices_that_fit_the_platforms() {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let tasks: Vec<Task> = (1..=300)
+        .map(|i| {
+            task(
+                leak(format!("task_{i}")),
+                &[],
+                leak(format!("f{i}.txt")),
+                "x\n",
+            )
+        })
+        .collect();
+    let world = Fanout::new(&tasks, 1);
+    let outputs = world.dir.path().join("github-output.txt");
+    let pipeline = world.dir.path().join("child.yml");
+    let workspace = world.clone();
+    let mut command = world.command(
+        &workspace,
+        &[
+            "--stage",
+            "plan",
+            "--set",
+            "planning.max_subtasks=300",
+            "--pipeline-out",
+            &pipeline.display().to_string(),
+        ],
+    );
+    command.env("GITHUB_OUTPUT", &outputs);
+    let output = command.output().unwrap();
+    assert_ok(&output, "plan");
+    let written: std::collections::BTreeMap<String, String> =
+        replan::actions::outputs::parse(&std::fs::read_to_string(&outputs).unwrap())
+            .into_iter()
+            .collect();
+    let ids = |name: &str| -> Vec<String> {
+        let matrix: Value = serde_json::from_str(&written[name]).unwrap();
+        serde_json::from_value(matrix["subtask"].clone()).unwrap()
+    };
+    assert_eq!(written["status"], "fanned_out");
+    assert_eq!(written["matrices"], "2", "{written:?}");
+    let (first, second) = (ids("matrix"), ids("matrix_2"));
+    assert_eq!((first.len(), second.len()), (200, 100));
+    assert!(!written.contains_key("matrix_3"));
+    let all: Vec<String> = first.into_iter().chain(second).collect();
+    let expected: Vec<String> = (1..=300).map(|i| format!("task_{i}")).collect();
+    assert_eq!(all, expected, "every ready subtask once, in plan order");
+    // GitLab: one agent job per subtask (no `parallel:matrix` at all), then the join.
+    let parsed: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&pipeline).unwrap()).unwrap();
+    let jobs = parsed.as_object().unwrap();
+    let agents = jobs
+        .keys()
+        .filter(|k| k.starts_with("replan-subtask-"))
+        .count();
+    assert_eq!(agents, 300);
+    assert!(jobs.values().all(|job| job.get("parallel").is_none()));
+}

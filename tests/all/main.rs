@@ -3,6 +3,7 @@
 mod support;
 
 mod architecture;
+mod benchmarks_doc;
 mod bundle;
 mod cli;
 mod config;

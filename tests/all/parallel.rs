@@ -20,12 +20,21 @@ const REPORT: &str = r#"{"report": "Done.", "replan_decision": {"replan_needed":
 /// A plan of `n` subtasks (`task_1`..), each using `tool`; with `chain` each needs the one
 /// before it, else they are independent.
 fn plan_step(n: usize, tool: &str, usage: &str, chain: bool) -> String {
+    plan_needing(n, tool, usage, |i| (chain && i > 1).then(|| i - 1))
+}
+
+/// A plan of `n` subtasks using `tool` where `task_i` needs `task_{needs(i)}`, if any.
+fn plan_needing(
+    n: usize,
+    tool: &str,
+    usage: &str,
+    needs: impl Fn(usize) -> Option<usize>,
+) -> String {
     let subtasks: Vec<String> = (1..=n)
         .map(|i| {
-            let needs = match (chain, i) {
-                (true, 2..) => format!("\"task_{}\"", i - 1),
-                _ => String::new(),
-            };
+            let needs = needs(i)
+                .map(|d| format!("\"task_{d}\""))
+                .unwrap_or_default();
             format!(
                 r#"{{"id": "task_{i}", "description": "Part {i}", "dependencies": [{needs}], "estimated_complexity": "low", "required_tools": ["{tool}"]}}"#
             )
@@ -240,6 +249,58 @@ fn a_dependency_chain_stays_sequential_with_max_parallel_4() {
     }
 }
 
+/// Issue 40: a subtask starts the moment its own dependencies are done, not when everything
+/// started before it is. `task_1` sleeps 3 s; `task_2` is quick and `task_3` needs only
+/// `task_2`: it runs while `task_1` still sleeps.
+#[test]
+fn a_subtask_starts_when_its_dependencies_are_done_not_when_earlier_subtasks_are() {
+    let mut steps = String::from("steps:\n");
+    steps.push_str(&plan_needing(3, "run_command", SMALL, |i| {
+        (i == 3).then_some(2)
+    }));
+    for _ in 0..3 {
+        steps.push_str(&execute_step("exited with status 0", None, SMALL));
+    }
+    for (i, seconds) in [(1, "3"), (2, "0"), (3, "0")] {
+        steps.push_str(&execute_step(
+            &format!("Execute subtask `task_{i}`"),
+            Some(&format!(
+                r#"{{ name: run_command, arguments: {{ argv: ["sleep", "{seconds}"] }} }}"#
+            )),
+            SMALL,
+        ));
+    }
+    let llm = LlmServer::start(scenario(&steps));
+    let (_origin, checkout) = checkout();
+    checkout.write(
+        ".replan.yml",
+        "tools:\n  allowed_commands: [\"sleep 3\", \"sleep 0\"]\n",
+    );
+    checkout.commit_all("replan config");
+    let dir = TempDir::new().unwrap();
+    let out = run(
+        &llm,
+        &checkout,
+        &dir,
+        &["--set", "execution.max_parallel=4"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let entries = history(&dir);
+    assert_eq!(finished_status(&entries), RunStatus::Completed);
+    let spans = action_spans(&entries, "run_command");
+    let span = |id: &str| spans.iter().find(|(t, _, _)| t == id).cloned().unwrap();
+    let (_, _, first_end) = span("task_1");
+    let (_, third_start, _) = span("task_3");
+    assert!(
+        third_start < first_end,
+        "task_3 waited for task_1, which it does not need: {spans:?}"
+    );
+    let state = replay(&entries);
+    for id in ["task_1", "task_2", "task_3"] {
+        assert_eq!(state.task_state(id), TaskState::Done, "{id}");
+    }
+}
+
 /// Two subtasks writing files: `first` and `second` are what task_1 and task_2 write.
 fn writing_plan(first: (&str, &str), second: (&str, &str), redo: (&str, &str)) -> String {
     let call = |(path, content): (&str, &str)| {
@@ -280,7 +341,7 @@ fn two_parallel_subtasks_writing_different_files_both_reach_the_workspace() {
 }
 
 #[test]
-fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_first_change_stays() {
+fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_earlier_change_stays() {
     let plan = writing_plan(
         ("same.txt", "one"),
         ("same.txt", "two"),
@@ -302,7 +363,19 @@ fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_first_change_stay
         })
         .collect();
     assert_eq!(merge_failures.len(), 1, "{merge_failures:?}");
-    assert_eq!(merge_failures[0].0, "task_2");
+    // Results are merged in the order the subtasks finish: either may be the later one.
+    let later = merge_failures[0].0.clone();
+    let (earlier, earlier_text) = match later.as_str() {
+        "task_2" => ("task_1", "one"),
+        _ => ("task_2", "two"),
+    };
+    let merged_at = |id: &str| {
+        entries
+            .iter()
+            .position(|e| matches!(&e.body, EntryBody::Judge { task_id, .. } if task_id == id))
+            .unwrap()
+    };
+    assert!(merged_at(earlier) < merged_at(&later), "{merge_failures:?}");
     assert!(
         merge_failures[0].1.contains("merge conflict"),
         "{merge_failures:?}"
@@ -311,12 +384,12 @@ fn a_conflict_is_a_failed_attempt_of_the_later_subtask_and_the_first_change_stay
         merge_failures[0].1.contains("same.txt"),
         "{merge_failures:?}"
     );
-    // task_2 ran again on the merged tree and the run went on to completion.
+    // The later one ran again on the merged tree and the run went on to completion.
     assert_eq!(finished_status(&entries), RunStatus::Completed);
     let state = replay(&entries);
-    assert_eq!(state.task_state("task_2"), TaskState::Done);
-    assert_eq!(state.continuations.get("task_2"), Some(&1));
-    assert_eq!(checkout.read("same.txt"), "one");
+    assert_eq!(state.task_state(&later), TaskState::Done);
+    assert_eq!(state.continuations.get(&later), Some(&1));
+    assert_eq!(checkout.read("same.txt"), earlier_text);
     assert_eq!(checkout.read("two.txt"), "redone");
 }
 

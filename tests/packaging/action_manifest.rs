@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::tools::repo_root;
 use replan::config::ACTION_INPUTS;
 
-const OUTPUTS: [&str; 8] = [
+const OUTPUTS: [&str; 10] = [
     "status",
     "plan_version",
     "tasks_done",
@@ -21,6 +21,8 @@ const OUTPUTS: [&str; 8] = [
     "history_commit",
     "matrix",
     "bundle_digest",
+    "matrix_2",
+    "matrices",
 ];
 
 fn manifest_text() -> String {

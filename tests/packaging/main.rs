@@ -7,6 +7,7 @@
 //! `.ci/run`) prepares both and runs `cargo test --locked --test packaging`.
 
 mod action_manifest;
+mod binary_size;
 mod elf;
 mod gitlab_templates;
 mod image_user;

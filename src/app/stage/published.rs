@@ -10,8 +10,9 @@ use crate::app::exit::CliError;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// More jobs than any plan Replan makes (`max_subtasks` caps plans far below this).
-const MAX_WAVE: usize = 64;
+/// The most subtasks one wave's child pipeline runs: the two matrices a wave of the shipped
+/// GitHub workflow runs, as many as a plan of the default `planning.max_subtasks` can make ready.
+const MAX_WAVE: usize = 2 * super::matrix::PER_MATRIX;
 
 /// The ready subtask ids the bundle's step outputs name when its stage fanned out, else none.
 fn published_ids(dir: &Path) -> Result<Vec<String>, CliError> {
@@ -28,18 +29,31 @@ fn published_ids(dir: &Path) -> Result<Vec<String>, CliError> {
             path.display()
         ))
     };
-    let matrix: serde_json::Value = outputs
-        .get("matrix")
-        .and_then(|m| serde_json::from_str(m).ok())
-        .ok_or_else(|| refused("the stage fanned out without a readable `matrix`"))?;
-    let ids: Vec<String> = matrix
-        .get("subtask")
-        .and_then(serde_json::Value::as_array)
-        .ok_or_else(|| refused("the matrix has no `subtask` list"))?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned))
-        .collect::<Option<_>>()
-        .ok_or_else(|| refused("a subtask id is not a string"))?;
+    // `matrix`, then `matrix_2`, ... while they last (a wave split to fit the platforms).
+    let mut ids: Vec<String> = Vec::new();
+    for n in 1.. {
+        let name = super::matrix::output_name(n);
+        let Some(text) = outputs.get(&name) else {
+            if n == 1 {
+                return Err(refused("the stage fanned out without a readable `matrix`"));
+            }
+            break;
+        };
+        let matrix: serde_json::Value = serde_json::from_str(text)
+            .map_err(|_| refused(&format!("the `{name}` output is not JSON")))?;
+        let part: Vec<String> = matrix
+            .get("subtask")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| refused("the matrix has no `subtask` list"))?
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| refused("a subtask id is not a string"))?;
+        ids.extend(part);
+        if ids.len() > MAX_WAVE {
+            break;
+        }
+    }
     if ids.len() > MAX_WAVE {
         return Err(refused(&format!(
             "{} subtasks in one wave, more than {MAX_WAVE}",
@@ -108,6 +122,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wave_split_into_two_matrices_gives_jobs_for_both() {
+        let dir = bundle_with_outputs(
+            &(output("status", "fanned_out")
+                + &output("matrix", r#"{"subtask":["task_1"]}"#)
+                + &output("matrix_2", r#"{"subtask":["task_2"]}"#)
+                + &output("matrices", "2")),
+        );
+        let jobs = jobs(dir.path()).unwrap();
+        assert!(
+            jobs.contains(&"replan-subtask-task_1".to_owned()),
+            "{jobs:?}"
+        );
+        assert!(
+            jobs.contains(&"replan-subtask-task_2".to_owned()),
+            "{jobs:?}"
+        );
+    }
+
+    #[test]
     fn a_bundle_that_did_not_fan_out_gives_the_done_pipeline() {
         let dir = bundle_with_outputs(
             &(output("status", "completed") + &output("matrix", r#"{"subtask":["task_1"]}"#)),
@@ -117,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_hostile_matrix_writes_no_pipeline() {
-        let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
+        let many: Vec<String> = (0..=MAX_WAVE).map(|i| format!("t{i}")).collect();
         for matrix in [
             r#"{"subtask":["$(id)"]}"#.to_owned(),
             r#"{"subtask":["a\nscript: [evil]"]}"#.to_owned(),
