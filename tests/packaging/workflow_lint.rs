@@ -128,7 +128,7 @@ fn example_workflow_has_the_permissions_concurrency_and_time_limit_it_needs() {
     );
     assert_eq!(
         w["jobs"]["agent"]["permissions"],
-        serde_json::json!({"contents": "read", "issues": "read", "models": "read"}),
+        serde_json::json!({"contents": "read", "issues": "read", "actions": "read", "pull-requests": "read", "models": "read"}),
         "the job that runs the model reads"
     );
     let publish = &w["jobs"]["publish"]["permissions"];
