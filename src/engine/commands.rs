@@ -192,22 +192,9 @@ fn human_replan(batch: &mut Batch, target: Option<Phase>, reason: Option<&str>, 
         target_phase: Some(phase),
         ..ReplanDecision::default()
     };
-    let n = batch.state.decisions.len() + 1;
-    batch.push(EntryBody::ReplanDecision(Box::new(DecisionRecord {
-        replan_id: format!("replan-{n}"),
-        phase: Phase::Execution,
-        trigger_key: format!("human:{}:{}", phase.as_str(), n),
-        llm_decision: decision,
-        confidence: 1.0,
-        executed: true,
-        override_reason: None,
-        result: DecisionResult::Success,
-        duration_ms: 0,
-        trigger: Some(ReplanTrigger::HumanRequest),
-        parse_error: None,
-        raw_reply: None,
-        restart_phase: Some(phase),
-    })));
+    push_requested_replan(batch, phase, decision, |n| {
+        format!("human:{}:{}", phase.as_str(), n)
+    });
 }
 
 /// A review round: recorded (so later events of the same review stay silent), then a
@@ -226,11 +213,24 @@ fn review_replan(batch: &mut Batch, round: &crate::history::review::ReviewRound)
         target_phase: Some(phase),
         ..ReplanDecision::default()
     };
+    push_requested_replan(batch, phase, decision, |n| {
+        format!("review:{}:{}", round.review_id, n)
+    });
+}
+
+/// A replan a person asked for (a command or a review), executed as decided: the decision entry
+/// with its trigger key made from the decision's number.
+fn push_requested_replan(
+    batch: &mut Batch,
+    phase: Phase,
+    decision: ReplanDecision,
+    trigger_key: impl FnOnce(usize) -> String,
+) {
     let n = batch.state.decisions.len() + 1;
     batch.push(EntryBody::ReplanDecision(Box::new(DecisionRecord {
         replan_id: format!("replan-{n}"),
         phase: Phase::Execution,
-        trigger_key: format!("review:{}:{}", round.review_id, n),
+        trigger_key: trigger_key(n),
         llm_decision: decision,
         confidence: 1.0,
         executed: true,
