@@ -613,6 +613,8 @@ fn comments_steer_a_local_thread_and_thread_show_prints_them() {
 /// asked at the same server without `/v1`. Optional: `REPLAN_TEST_LLM_MODEL`, `REPLAN_TEST_LLM_KEY`.
 mod real_model {
     use super::*;
+    use replan::history::check::CheckStatus;
+    use replan::history::entry::RunStatus;
     use std::time::{Duration, Instant};
 
     #[test]
@@ -635,6 +637,12 @@ mod real_model {
         let model = std::env::var("REPLAN_TEST_LLM_MODEL").unwrap_or_else(|_| "smollm2".into());
         let key = std::env::var("REPLAN_TEST_LLM_KEY").unwrap_or_else(|_| "no-key-needed".into());
         let (_origin, checkout) = checkout();
+        // The proof the goal asks for: without it the run must not end `completed` (issue 37).
+        checkout.write(
+            ".replan.yml",
+            "verify:\n  - name: hello\n    argv: [grep, -q, hello, hello.md]\n    when: final\n",
+        );
+        checkout.commit_all("replan config");
         let state = TempDir::new().unwrap();
         let dir = state.path().to_str().unwrap();
         let mut command = replan(
@@ -700,6 +708,24 @@ mod real_model {
             usage.wasted_ms as f64 / 1000.0,
             usage.wasted_calls
         );
+        let checks: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.body {
+                EntryBody::Check(check) => Some(format!("{} {:?}", check.name, check.status)),
+                _ => None,
+            })
+            .collect();
+        eprintln!("checks run: {checks:?}");
+        if *status == RunStatus::Completed {
+            let proven = entries.iter().any(|e| {
+                matches!(&e.body, EntryBody::Check(check)
+                    if check.name == "hello" && check.status == CheckStatus::Passed)
+            });
+            assert!(
+                proven,
+                "the run ended `completed` without a passing `hello` check: {checks:?}"
+            );
+        }
         assert!(wall < Duration::from_secs(600), "the cycle took {wall:?}");
         assert!(actions > 0, "the cycle never reached execution:\n{stdout}");
         assert!(usage.calls > 0);
