@@ -40,6 +40,25 @@ pub(super) async fn prepare(
     run: &CiRun,
     history: &LoadedThread,
 ) -> Result<Round, CliError> {
+    // The event's word is checked against the forge's own record of the run first; everything
+    // below reads the run the forge reports.
+    let run = &match forge.confirm_ci_run(run).await {
+        Ok(Some(confirmed)) => confirmed,
+        Ok(None) => {
+            return Ok(Round::NotOurs(format!(
+                "the repository has no finished run {} of {} on `{}`",
+                run.run_id.map(|id| id.to_string()).unwrap_or_default(),
+                run.head_sha,
+                run.branch
+            )));
+        }
+        Err(e) => {
+            return Ok(Round::NotOurs(format!(
+                "could not read the CI run on `{}` back from the forge: {e}",
+                run.branch
+            )));
+        }
+    };
     if let Some(reason) = not_ours(ctx, forge, thread, run, history).await {
         return Ok(Round::NotOurs(reason));
     }
