@@ -136,13 +136,8 @@ async fn gitlab_a_merge_request_s_pipelines_are_read_back_with_the_token() {
 #[test]
 fn gitlab_e2e_a_pipeline_on_a_branch_the_history_does_not_record_is_not_acted_on() {
     let world = World::new(ONE_TASK);
-    let iid = world
-        .fake
-        .seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    let first = world.run(&[
-        ("REPLAN_ISSUE_IID", iid.to_string()),
-        ("GITLAB_USER_LOGIN", "alice".to_owned()),
-    ]);
+    let iid = world.alices_issue();
+    let first = world.start_issue(iid);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
     let branch = format!("replan/issue-{iid}");
     let tip = world.fake.commit_file(&branch, "evil.sh", "echo hi\n");

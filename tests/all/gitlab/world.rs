@@ -74,20 +74,29 @@ impl World {
             .unwrap()
     }
 
+    /// Alice's issue asking for `hello.md`.
+    pub fn alices_issue(&self) -> u64 {
+        self.fake
+            .seed_issue("Add a hello file", "Please add hello.md.", "alice")
+    }
+
+    /// The pipeline Alice starts for issue `iid` (`REPLAN_ISSUE_IID`), as it ended.
+    pub fn start_issue(&self, iid: u64) -> std::process::Output {
+        self.run(&[
+            ("REPLAN_ISSUE_IID", iid.to_string()),
+            ("GITLAB_USER_LOGIN", "alice".to_owned()),
+        ])
+    }
+
     /// Alice's issue, planned and done in a first run whose merge request is open from
     /// `replan/issue-<iid>`: returns the issue, the branch and its tip on the fake.
     pub fn merge_request_opened(&self) -> (u64, String, String) {
-        let iid = self
-            .fake
-            .seed_issue("Add a hello file", "Please add hello.md.", "alice");
+        let iid = self.alices_issue();
         // The fake keeps its own branches: the one the merge request is opened from must be
         // there when Replan asks for it.
         let branch = format!("replan/issue-{iid}");
         self.fake.commit_file(&branch, "hello.md", "hello\n");
-        let first = self.run(&[
-            ("REPLAN_ISSUE_IID", iid.to_string()),
-            ("GITLAB_USER_LOGIN", "alice".to_owned()),
-        ]);
+        let first = self.start_issue(iid);
         assert_eq!(first.status.code(), Some(0), "{}", text(&first));
         assert_eq!(self.fake.merge_requests().len(), 1, "{}", text(&first));
         let tip = self.fake.branch_sha(&branch).unwrap();
