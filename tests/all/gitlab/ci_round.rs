@@ -238,3 +238,63 @@ fn gitlab_e2e_a_pipeline_hook_is_a_claim_checked_against_the_project_s_pipeline(
     assert_eq!(world.history(iid), history, "nothing recorded");
     assert_eq!(world.llm.requests().len(), calls, "no model call");
 }
+
+/// The templates' split trust: the agent job (`run --bundle`, the read-only token's reads)
+/// writes nothing; the publish job, from its own copy of the hook, pushes the fix to the merge
+/// request's branch and records the round.
+#[test]
+fn gitlab_e2e_split_trust_a_failed_pipeline_is_fixed_by_the_publish_job() {
+    let world = World::new(FIXES_THE_FAILURE);
+    let (iid, branch, tip) = world.merge_request_opened();
+    let before = commits_on(&world, &branch);
+    world.failed_pipeline(7020, &branch, &tip, FAILURE_LINE);
+    let vars = World::hook_vars(&world.pipeline_hook(7020, &branch, &tip, "failed", |_| {}));
+    let bundle = tempfile::TempDir::new().unwrap();
+    world.fake.clear_requests();
+
+    let agent = world
+        .command(&vars)
+        .args(["run", "--bundle"])
+        .arg(bundle.path())
+        .output()
+        .unwrap();
+
+    assert_eq!(agent.status.code(), Some(0), "{}", text(&agent));
+    assert!(world.llm_saw(FAILURE_LINE), "{}", text(&agent));
+    assert!(world.writes().is_empty(), "{:?}", world.writes());
+    assert_eq!(
+        commits_on(&world, &branch),
+        before,
+        "the agent pushes nothing"
+    );
+    let calls = world.llm.requests().len();
+
+    let publish = world
+        .command(&vars)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("REPLAN_LLM__BASE_URL")
+        .arg("publish")
+        .arg(bundle.path())
+        .output()
+        .unwrap();
+
+    assert_eq!(publish.status.code(), Some(0), "{}", text(&publish));
+    assert_eq!(world.llm.requests().len(), calls, "publish calls no model");
+    assert_eq!(
+        commits_on(&world, &branch),
+        before + 1,
+        "{}",
+        text(&publish)
+    );
+    assert_eq!(
+        world.origin_git(&["show", &format!("{branch}:hello.md")]),
+        "hello, world"
+    );
+    assert_eq!(world.fake.merge_requests().len(), 1);
+    let ci = world.ci_results(iid);
+    assert_eq!(ci.len(), 1, "{ci:?}");
+    assert_eq!(
+        (ci[0].round, ci[0].failed_jobs.as_slice()),
+        (1, ["test".to_owned()].as_slice())
+    );
+}

@@ -10,7 +10,7 @@ use replan::history::jsonl;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::ci_job::{job, text};
+use super::ci_job::{job_environment, text};
 use crate::github::e2e_support::scenario;
 use crate::support::fake_gitlab::{Noteable, PipelineRun, access};
 use crate::support::git::git_command;
@@ -66,12 +66,15 @@ impl World {
 
     /// `replan run` in a job of the fake's project; `vars` add to or override the job's.
     pub fn run(&self, vars: &[(&str, String)]) -> std::process::Output {
+        self.command(vars).arg("run").output().unwrap()
+    }
+
+    /// The binary in a job of the fake's project, no arguments yet.
+    pub fn command(&self, vars: &[(&str, String)]) -> assert_cmd::Command {
         let server = self.git.url("");
         let mut all = vec![("CI_SERVER_URL", server.trim_end_matches('/').to_owned())];
         all.extend(vars.iter().cloned());
-        job(&self.fake, &self.llm, &self.checkout, &all)
-            .output()
-            .unwrap()
+        job_environment(&self.fake, &self.llm, &self.checkout, &all)
     }
 
     /// Alice's issue asking for `hello.md`.
