@@ -1,8 +1,9 @@
 //! A finished CI run on the thread's pull request branch (issue 37): a pass is the thread's
 //! final verification, a failure the next cycle's input, at most `verify.ci_rounds` times.
 //!
-//! Nothing is written for a run that is not on Replan's branch: the branch must be the one the
-//! thread's history records its pull request being opened from, the run must be of that
+//! Nothing is written for a run that is not on Replan's branch: the forge must confirm the run
+//! (`Forge::confirm_ci_run`: GitLab reads a webhook's pipeline back), the branch must be the one
+//! the thread's history records its pull request being opened from, the run must be of that
 //! branch's tip in this repository, and not of Replan's own workflow.
 
 use super::context::Ctx;

@@ -1,5 +1,6 @@
-//! A finished pipeline on GitLab, read through the API: the branch's tip and the failed jobs
-//! with the ends of their traces (`read_api`).
+//! A finished pipeline on GitLab, read through the API (`read_api`): the branch's tip, the failed
+//! jobs with the ends of their traces, a webhook's pipeline read back from the project, and a
+//! merge request's newest pipeline for the scheduled sweep.
 
 use super::client::{GitLabClient, encode_segment};
 use crate::forge::ci::{CiFailure, LOG_TAIL_BYTES, MAX_FAILED_JOBS};
