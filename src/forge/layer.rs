@@ -161,6 +161,17 @@ impl<L: ForgeLayer> Forge for Layered<L> {
         self.inner.ci_failures(run).await
     }
 
+    async fn confirm_ci_run(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        self.inner.confirm_ci_run(run).await
+    }
+
+    async fn latest_ci_run(&self, branch: &str) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        self.inner.latest_ci_run(branch).await
+    }
+
     async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()> {
         self.layer.react(self.next(), target, reaction).await
     }

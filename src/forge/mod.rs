@@ -221,6 +221,25 @@ pub trait Forge: Send + Sync {
         )))
     }
 
+    /// The run as the forge's API reports it, for a run an event told of; `None` when the
+    /// repository has no such run at that commit. The default keeps the event's word: GitHub
+    /// writes the event file itself. A GitLab webhook payload reaches the job through a trigger
+    /// URL that takes whatever JSON its token is sent with, so GitLab reads the pipeline back.
+    async fn confirm_ci_run(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        Ok(Some(run.clone()))
+    }
+
+    /// The latest finished CI run of the open pull / merge request from `branch`, read through
+    /// the API (the scheduled sweep's way to see CI results without an event). `None` when
+    /// there is no open request, no run, the run has not finished, or the forge cannot say.
+    async fn latest_ci_run(&self, branch: &str) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        let _ = branch;
+        Ok(None)
+    }
+
     /// The review threads (GitHub) or diff discussions (GitLab) of a pull / merge request.
     async fn review_threads(&self, pull_request: u64) -> ForgeResult<Vec<ReviewThread>> {
         Err(unsupported(

@@ -12,6 +12,7 @@ mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).
 pub(crate) mod e2e_support {
+    pub use super::e2e::ci_round::{FAILURE_LINE, FIXES_THE_FAILURE};
     pub use super::e2e::scenario;
     pub use super::local_run::{checkout, issue_7_run, local_replan};
 }

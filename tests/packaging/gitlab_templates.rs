@@ -182,3 +182,117 @@ publish:
         );
     }
 }
+
+/// `rules:if` as GitLab evaluates the templates' expressions: clauses joined by `&&`, each
+/// `$VAR`, `$VAR == "text"`, `$VAR =~ /regex/`; an unset variable matches no pattern. A file
+/// variable is matched by its content (the webhook's JSON for `TRIGGER_PAYLOAD`).
+fn rule_matches(expression: &str, vars: &BTreeMap<&str, String>) -> bool {
+    expression.split(" && ").all(|clause| {
+        let clause = clause.trim();
+        let value = |name: &str| vars.get(name.trim_start_matches('$')).cloned();
+        if let Some((name, pattern)) = clause.split_once(" =~ ") {
+            let pattern = pattern.trim().trim_start_matches('/').trim_end_matches('/');
+            let regex = regex::Regex::new(pattern).expect("a valid pattern");
+            value(name).is_some_and(|v| regex.is_match(&v))
+        } else if let Some((name, text)) = clause.split_once(" == ") {
+            value(name).as_deref() == Some(text.trim().trim_matches('"'))
+        } else {
+            value(clause).is_some_and(|v| !v.is_empty())
+        }
+    })
+}
+
+/// Whether the job is in a pipeline with these variables: the first matching rule decides.
+fn job_runs(job: &Value, vars: &BTreeMap<&str, String>) -> bool {
+    let rules = job["rules"].as_array().expect("the job has rules");
+    rules
+        .iter()
+        .find(|rule| rule["if"].as_str().is_some_and(|e| rule_matches(e, vars)))
+        .is_some_and(|rule| rule["when"].as_str() != Some("never"))
+}
+
+/// A webhook delivered to the trigger URL: the pipeline's variables.
+fn triggered(payload: &Value) -> BTreeMap<&'static str, String> {
+    [
+        ("CI_PIPELINE_SOURCE", "trigger".to_owned()),
+        // GitLab sends compact JSON.
+        ("TRIGGER_PAYLOAD", payload.to_string()),
+    ]
+    .into()
+}
+
+fn gitlab_event(name: &str) -> Value {
+    let path = repo_root().join("tests/fixtures/gitlab-events").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Issue 37 on GitLab: a pipeline webhook pointed at the trigger URL starts Replan for a
+/// finished pipeline of a Replan merge request branch and for nothing else. Replan's own
+/// pipelines (started by the trigger, on the default branch) start no pipeline, so a pipeline
+/// webhook cannot make them start one another without end; other events still start Replan.
+#[test]
+fn pipeline_events_start_replan_only_for_finished_pipelines_of_its_branches() {
+    let failed = gitlab_event("pipeline_hook.failed.json");
+    let with = |patch: &dyn Fn(&mut Value)| {
+        let mut hook = failed.clone();
+        patch(&mut hook);
+        hook
+    };
+    let own = with(&|h| {
+        h["object_attributes"]["ref"] = "main".into();
+        h["object_attributes"]["source"] = "trigger".into();
+        h["object_attributes"]["status"] = "success".into();
+        h["merge_request"] = Value::Null;
+        h["builds"] = serde_json::json!([{"id": 1, "name": "replan-agent", "status": "success"}]);
+    });
+    let running = with(&|h| {
+        h["object_attributes"]["status"] = "running".into();
+        h["object_attributes"]["detailed_status"] = "running".into();
+        h["builds"] = serde_json::json!([{"id": 1, "name": "test", "status": "running"}]);
+    });
+    let other_branch = with(&|h| {
+        h["object_attributes"]["ref"] = "feature/x".into();
+        h["merge_request"] = Value::Null;
+    });
+    let passed_mr = with(&|h| {
+        h["object_attributes"]["ref"] = "refs/merge-requests/1/head".into();
+        h["object_attributes"]["status"] = "success".into();
+        h["merge_request"]["source_branch"] = "replan/mr-4".into();
+    });
+    let cases = [
+        ("a failed pipeline of replan/issue-23", failed.clone(), true),
+        (
+            "a passed merge request pipeline of replan/mr-4",
+            passed_mr,
+            true,
+        ),
+        ("Replan's own pipeline", own, false),
+        ("a running pipeline of replan/issue-23", running, false),
+        ("a pipeline of another branch", other_branch, false),
+        ("an issue event", gitlab_event("issue_hook.open.json"), true),
+        (
+            "a comment event",
+            gitlab_event("note_hook.issue.json"),
+            true,
+        ),
+    ];
+    let templates = templates();
+    for name in ["replan.gitlab-ci.yml", "replan-split.gitlab-ci.yml"] {
+        for job in ["replan-agent", "replan-publish"] {
+            for (what, payload, runs) in &cases {
+                assert_eq!(
+                    job_runs(&templates[name][job], &triggered(payload)),
+                    *runs,
+                    "{name}: {job}: {what}"
+                );
+            }
+        }
+    }
+    // The fan-out template takes no pipeline event at all.
+    let plan = &templates["replan-fanout.gitlab-ci.yml"]["replan-plan"];
+    assert!(!job_runs(plan, &triggered(&failed)));
+    assert!(job_runs(
+        plan,
+        &triggered(&gitlab_event("issue_hook.open.json"))
+    ));
+}

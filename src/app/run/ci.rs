@@ -175,39 +175,12 @@ pub(super) async fn ci_run(
     if verdict != Verdict::Go {
         return not_acting(forge.as_ref(), Some(thread), verdict).await;
     }
-    let mut history = history;
     if let Request::CiResult(run) = &trigger.request {
-        let round = super::ci_round::prepare(
-            &ctx,
-            forge.as_ref(),
-            backend.as_ref(),
-            reporters(thread).as_ref(),
-            thread,
-            run,
-            &history,
+        let run = run.clone();
+        return ci_result_round(
+            &ctx, &forge, &backend, &reporters, thread, &trigger, &run, history,
         )
-        .await?;
-        match round {
-            Round::NotOurs(reason) => {
-                return not_acting(forge.as_ref(), Some(thread), Verdict::Silent(reason)).await;
-            }
-            Round::Recorded => return Ok(Exit::Ok),
-            Round::Fix(fixing) => {
-                trigger.request = Request::CiResult(fixing);
-                history = load_thread(backend.as_ref(), &thread).await?;
-                let result = cycle_on_thread(
-                    &ctx,
-                    forge.clone(),
-                    backend.clone(),
-                    reporters(thread),
-                    thread,
-                    &trigger,
-                    Some(history),
-                )
-                .await;
-                return finish(&ctx, result);
-            }
-        }
+        .await;
     }
     if review.is_some() {
         crate::app::review::collect(&mut trigger, forge.as_ref())
@@ -275,6 +248,55 @@ async fn not_acting(
     }
     Ok(Exit::Ok)
 }
+
+/// A finished CI run on the thread's pull request branch, from an event or the sweep: recorded,
+/// and a failure fixed by one cycle on the same branch.
+#[allow(clippy::too_many_arguments)]
+async fn ci_result_round(
+    ctx: &Ctx,
+    forge: &Arc<dyn Forge>,
+    backend: &Arc<dyn HistoryBackend>,
+    reporters: &dyn Fn(ThreadRef) -> Arc<dyn Reporter>,
+    thread: ThreadRef,
+    trigger: &Trigger,
+    run: &crate::trigger::CiRun,
+    history: crate::history::store::LoadedThread,
+) -> Result<Exit, CliError> {
+    let round = super::ci_round::prepare(
+        ctx,
+        forge.as_ref(),
+        backend.as_ref(),
+        reporters(thread).as_ref(),
+        thread,
+        run,
+        &history,
+    )
+    .await?;
+    match round {
+        Round::NotOurs(reason) => {
+            not_acting(forge.as_ref(), Some(thread), Verdict::Silent(reason)).await
+        }
+        Round::Recorded => Ok(Exit::Ok),
+        Round::Fix(fixing) => {
+            let mut trigger = trigger.clone();
+            trigger.thread = Some(thread);
+            trigger.request = Request::CiResult(fixing);
+            let history = load_thread(backend.as_ref(), &thread).await?;
+            let result = cycle_on_thread(
+                ctx,
+                forge.clone(),
+                backend.clone(),
+                reporters(thread),
+                thread,
+                &trigger,
+                Some(history),
+            )
+            .await;
+            finish(ctx, result)
+        }
+    }
+}
+
 fn is_review_comment(trigger: &Trigger) -> bool {
     trigger.event.starts_with("pull_request_review_comment")
 }
@@ -318,7 +340,9 @@ async fn gate(ctx: &Ctx, trigger: &Trigger, forge: &dyn Forge) -> GateDecision {
 }
 
 /// The scheduled sweep: every thread whose question waited past `auto_assume_timeout_minutes`
-/// continues on the stated assumptions.
+/// continues on the stated assumptions, and every thread whose merge request's latest pipeline
+/// finished without being recorded yet gets its CI round (installations without a pipeline
+/// webhook see CI results this way).
 async fn sweep(
     ctx: &Ctx,
     forge: &Arc<dyn Forge>,
@@ -349,6 +373,11 @@ async fn sweep(
             }
         };
         let Some(Pending::Question { asked_at, .. }) = &loaded.state.pending else {
+            if let Err(e) = sweep_ci(ctx, forge, backend, reporters, trigger, thread, loaded).await
+            {
+                ctx.workflow.error(&e.message);
+                exit = e.exit;
+            }
             continue;
         };
         if ctx.started_at - *asked_at < ChronoDuration::minutes(timeout) {
@@ -375,4 +404,48 @@ async fn sweep(
         }
     }
     Ok(exit)
+}
+
+/// The sweep's CI round for one thread: the latest finished run of its pull / merge request,
+/// read through the API, unless the history records a result for that commit already.
+async fn sweep_ci(
+    ctx: &Ctx,
+    forge: &Arc<dyn Forge>,
+    backend: &Arc<dyn HistoryBackend>,
+    reporters: &dyn Fn(ThreadRef) -> Arc<dyn Reporter>,
+    trigger: &Trigger,
+    thread: ThreadRef,
+    loaded: crate::history::store::LoadedThread,
+) -> Result<(), CliError> {
+    let Some(branch) = loaded.state.pull_request_branch.clone() else {
+        return Ok(());
+    };
+    let run = match forge.latest_ci_run(&branch).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            ctx.workflow.warning(&format!(
+                "sweep: could not read the CI runs of `{branch}` ({thread}): {e}"
+            ));
+            return Ok(());
+        }
+    };
+    let recorded = loaded
+        .state
+        .ci_results
+        .iter()
+        .any(|r| r.branch == run.branch && r.head_sha == run.head_sha);
+    if recorded {
+        return Ok(());
+    }
+    tracing::info!(
+        "sweep: CI {} on `{branch}` ({}) for {thread}",
+        run.conclusion,
+        run.head_sha
+    );
+    ci_result_round(
+        ctx, forge, backend, reporters, thread, trigger, &run, loaded,
+    )
+    .await
+    .map(drop)
 }

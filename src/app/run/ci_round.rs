@@ -1,8 +1,9 @@
 //! A finished CI run on the thread's pull request branch (issue 37): a pass is the thread's
 //! final verification, a failure the next cycle's input, at most `verify.ci_rounds` times.
 //!
-//! Nothing is written for a run that is not on Replan's branch: the branch must be the one the
-//! thread's history records its pull request being opened from, the run must be of that
+//! Nothing is written for a run that is not on Replan's branch: the forge must confirm the run
+//! (`Forge::confirm_ci_run`: GitLab reads a webhook's pipeline back), the branch must be the one
+//! the thread's history records its pull request being opened from, the run must be of that
 //! branch's tip in this repository, and not of Replan's own workflow.
 
 use super::context::Ctx;
@@ -40,6 +41,25 @@ pub(super) async fn prepare(
     run: &CiRun,
     history: &LoadedThread,
 ) -> Result<Round, CliError> {
+    // The event's word is checked against the forge's own record of the run first; everything
+    // below reads the run the forge reports.
+    let run = &match forge.confirm_ci_run(run).await {
+        Ok(Some(confirmed)) => confirmed,
+        Ok(None) => {
+            return Ok(Round::NotOurs(format!(
+                "the repository has no finished run {} of {} on `{}`",
+                run.run_id.map(|id| id.to_string()).unwrap_or_default(),
+                run.head_sha,
+                run.branch
+            )));
+        }
+        Err(e) => {
+            return Ok(Round::NotOurs(format!(
+                "could not read the CI run on `{}` back from the forge: {e}",
+                run.branch
+            )));
+        }
+    };
     if let Some(reason) = not_ours(ctx, forge, thread, run, history).await {
         return Ok(Round::NotOurs(reason));
     }

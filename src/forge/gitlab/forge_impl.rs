@@ -304,6 +304,33 @@ impl Forge for GitLabForge {
         super::pipelines::ci_failures(&self.client, run).await
     }
 
+    async fn confirm_ci_run(
+        &self,
+        run: &crate::trigger::CiRun,
+    ) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        super::pipelines::read_back(&self.client, run).await
+    }
+
+    async fn latest_ci_run(&self, branch: &str) -> ForgeResult<Option<crate::trigger::CiRun>> {
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("state", "opened")
+            .append_pair("source_branch", branch)
+            .finish();
+        let list = self
+            .client
+            .get_all(
+                &self
+                    .client
+                    .project_path(&format!("/merge_requests?{query}")),
+                "listing open merge requests",
+            )
+            .await?;
+        let Some(iid) = list.iter().find_map(|mr| mr["iid"].as_u64()) else {
+            return Ok(None);
+        };
+        super::pipelines::latest_merge_request_pipeline(&self.client, iid, branch).await
+    }
+
     async fn permission(&self, user: &str) -> ForgeResult<Permission> {
         Ok(Permission::GitLabAccess(self.access_level(user).await?))
     }

@@ -952,7 +952,7 @@ fn github_e2e_llm_failure_exits_1_with_a_failure_notice_and_an_error_annotation(
 
 mod budget;
 /// Split-trust mode (`--bundle` / `replan publish`) against the same world.
-mod ci_round;
+pub(super) mod ci_round;
 mod fanout;
 mod fanout_split;
 mod git_attack;

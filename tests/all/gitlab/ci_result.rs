@@ -3,16 +3,13 @@
 //! pipeline on a branch whose merge request the thread's history does not record is not acted
 //! on at all.
 
-use super::ci_job::{ONE_TASK, run, text};
+use super::ci_job::{ONE_TASK, text};
+use super::world::{self, World};
 use super::{client, forge};
-use crate::github::e2e_support::scenario;
-use crate::support::fake_gitlab::access;
-use crate::support::llm_server::LlmServer;
-use crate::support::{FakeGitLab, TestRepo};
+use crate::support::FakeGitLab;
 use replan::forge::Forge;
 use replan::forge::gitlab::GitLabForge;
 use replan::trigger::CiRun;
-use serde_json::json;
 
 fn failed_pipeline(id: u64, branch: &str, sha: &str) -> CiRun {
     CiRun {
@@ -73,65 +70,92 @@ async fn gitlab_a_failed_pipeline_s_failed_jobs_and_their_trace_tails_are_read_w
     );
 }
 
+/// The sweep's read and the hook's read-back: the merge request's newest pipeline, and one
+/// pipeline by id, through the API with the token; Replan's own (trigger) pipelines and
+/// unfinished ones are no result.
+#[tokio::test]
+async fn gitlab_a_merge_request_s_pipelines_are_read_back_with_the_token() {
+    let fake = FakeGitLab::start();
+    let tip = fake.commit_file("replan/issue-1", "hello.md", "hello\n");
+    fake.seed_merge_request("Add hello", "replan/issue-1", "main", "replan-bot");
+    let forge = forge(&fake);
+    assert_eq!(forge.latest_ci_run("replan/issue-1").await.unwrap(), None);
+    assert_eq!(forge.latest_ci_run("replan/issue-9").await.unwrap(), None);
+
+    fake.seed_branch_pipeline(world::run(31, "replan/issue-1", &tip, "failed"), &[]);
+    let latest = forge
+        .latest_ci_run("replan/issue-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            latest.run_id,
+            latest.conclusion.as_str(),
+            latest.head_sha.as_str()
+        ),
+        (Some(31), "failed", tip.as_str())
+    );
+    assert_eq!(
+        forge.confirm_ci_run(&latest).await.unwrap(),
+        Some(latest.clone())
+    );
+    let mut claimed = latest.clone();
+    claimed.conclusion = "success".into();
+    assert_eq!(
+        forge
+            .confirm_ci_run(&claimed)
+            .await
+            .unwrap()
+            .unwrap()
+            .conclusion,
+        "failed",
+        "the API's status counts, not the payload's"
+    );
+    claimed.run_id = Some(32);
+    assert_eq!(forge.confirm_ci_run(&claimed).await.unwrap(), None);
+
+    for (id, status, source) in [(33, "running", "push"), (34, "success", "trigger")] {
+        let mut run = world::run(id, "replan/issue-1", &tip, status);
+        run.source = source.into();
+        fake.seed_branch_pipeline(run, &[]);
+        assert_eq!(
+            forge.latest_ci_run("replan/issue-1").await.unwrap(),
+            None,
+            "{status} {source}"
+        );
+    }
+
+    let wrong = GitLabForge::new(client(&fake, "glpat-wrong"), None);
+    assert!(wrong.latest_ci_run("replan/issue-1").await.is_err());
+    assert!(wrong.confirm_ci_run(&latest).await.is_err());
+}
+
+/// A branch named like Replan's, at its tip, with a failed pipeline, whose merge request the
+/// thread's history does not record (the first run opened none): nothing is written.
 #[test]
 fn gitlab_e2e_a_pipeline_on_a_branch_the_history_does_not_record_is_not_acted_on() {
-    let fake = FakeGitLab::start();
-    fake.add_member("alice", access::DEVELOPER);
-    let iid = fake.seed_issue("Add a hello file", "Please add hello.md.", "alice");
-    let llm = LlmServer::start(scenario(ONE_TASK));
-    let checkout = TestRepo::new();
-    let first = run(
-        &fake,
-        &llm,
-        &checkout,
-        &[
-            ("REPLAN_ISSUE_IID", iid.to_string()),
-            ("GITLAB_USER_LOGIN", "alice".to_owned()),
-        ],
-    );
+    let world = World::new(ONE_TASK);
+    let iid = world.alices_issue();
+    let first = world.start_issue(iid);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
-    // A branch named like Replan's, at its tip, with a failed pipeline: but this thread's history
-    // records no merge request opened from it.
     let branch = format!("replan/issue-{iid}");
-    let tip = fake.commit_file(&branch, "evil.sh", "echo hi\n");
-    fake.seed_pipeline(44, &[(500, "test", "failed", "boom\n")]);
-    let original = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/gitlab-events/pipeline_hook.failed.json"),
-    )
-    .unwrap();
-    let mut payload: serde_json::Value = serde_json::from_str(&original).unwrap();
-    payload["object_attributes"]["id"] = json!(44);
-    payload["object_attributes"]["ref"] = json!(branch);
-    payload["object_attributes"]["sha"] = json!(tip);
-    payload["merge_request"]["source_branch"] = json!(branch);
-    payload["project"]["id"] = json!(fake.project_id());
-    let files = tempfile::tempdir().unwrap();
-    let path = files.path().join("pipeline.json");
-    std::fs::write(&path, payload.to_string()).unwrap();
-    fake.clear_requests();
-    let calls = llm.requests().len();
+    let tip = world.fake.commit_file(&branch, "evil.sh", "echo hi\n");
+    world.failed_pipeline(44, &branch, &tip, "boom");
+    let hook = world.pipeline_hook(44, &branch, &tip, "failed", |_| {});
+    world.fake.clear_requests();
+    let calls = world.llm.requests().len();
 
-    let output = run(
-        &fake,
-        &llm,
-        &checkout,
-        &[
-            ("CI_PIPELINE_SOURCE", "trigger".to_owned()),
-            ("TRIGGER_PAYLOAD", path.display().to_string()),
-            ("GITLAB_USER_LOGIN", "alice".to_owned()),
-        ],
-    );
+    let output = world.run(&World::hook_vars(&hook));
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let writes: Vec<String> = fake
-        .requests()
-        .iter()
-        .filter(|r| r.method != "GET")
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
-    assert!(writes.is_empty(), "{writes:?}\n{}", text(&output));
-    assert_eq!(llm.requests().len(), calls, "no model call");
+    assert!(
+        world.writes().is_empty(),
+        "{:?}\n{}",
+        world.writes(),
+        text(&output)
+    );
+    assert_eq!(world.llm.requests().len(), calls, "no model call");
     assert!(
         text(&output).contains("not the branch of a pull request Replan opened"),
         "{}",

@@ -3,12 +3,15 @@
 
 pub(crate) mod ci_job;
 mod ci_result;
+mod ci_round;
+mod ci_sweep;
 mod e2e;
 mod fanout_split;
 mod gate;
 mod pipeline;
 mod split;
 mod verify;
+pub(crate) mod world;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -10,10 +10,11 @@ use serde_json::json;
 use std::path::PathBuf;
 
 const OWN_WORKFLOW: &str = "octo/widgets/.github/workflows/replan.yml@refs/heads/main";
-const FAILURE_LINE: &str = "error: hello.md must say 'hello, world'";
+pub const FAILURE_LINE: &str = "error: hello.md must say 'hello, world'";
 
-/// The model reads the CI failure while revising the tasks and plans one fix and the push.
-const FIXES_THE_FAILURE: &str = r#"
+/// The model reads the CI failure while revising the tasks and plans one fix and the push (the
+/// GitLab runs use it too).
+pub const FIXES_THE_FAILURE: &str = r#"
 mode: matched
 steps:
   - when: { contains: "hello.md must say" }

@@ -133,6 +133,21 @@ pub(crate) struct State {
     requests: Vec<LoggedRequest>,
     /// Pipeline id → its jobs: (job id, name, status, trace).
     pipelines: BTreeMap<u64, Vec<(u64, String, String, String)>>,
+    /// Pipeline id → what it ran on, for the pipelines seeded with [`FakeGitLab::seed_branch_pipeline`].
+    pipeline_runs: BTreeMap<u64, PipelineRun>,
+}
+
+/// A pipeline's own fields, as `GET /merge_requests/:iid/pipelines` lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRun {
+    pub id: u64,
+    /// The branch it ran on.
+    pub branch: String,
+    pub sha: String,
+    /// `success`, `failed`, `running`, ...
+    pub status: String,
+    /// `push`, `merge_request_event`, `trigger`, `schedule`, ...
+    pub source: String,
 }
 
 impl State {
@@ -239,6 +254,7 @@ impl FakeGitLab {
             commit_hooks: Vec::new(),
             requests: Vec::new(),
             pipelines: BTreeMap::new(),
+            pipeline_runs: BTreeMap::new(),
         }));
         let handler_state = state.clone();
         let server = TestServer::start(Arc::new(move |request| handle(&handler_state, request)));
@@ -290,6 +306,13 @@ impl FakeGitLab {
             })
             .collect();
         self.lock().pipelines.insert(id, jobs);
+    }
+
+    /// A pipeline of `run.branch` at `run.sha` with these jobs, listed among the pipelines of
+    /// the merge requests from that branch.
+    pub fn seed_branch_pipeline(&self, run: PipelineRun, jobs: &[(u64, &str, &str, &str)]) {
+        self.seed_pipeline(run.id, jobs);
+        self.lock().pipeline_runs.insert(run.id, run);
     }
 
     pub fn project_id(&self) -> u64 {

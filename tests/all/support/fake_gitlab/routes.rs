@@ -123,6 +123,10 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
         ("GET", ["members", "all", user_id]) => member(state, user_id),
         (_, ["repository", ..]) => repository::route(state, request, method, rest),
         ("GET", ["pipelines", id, "jobs"]) => pipeline_jobs(state, request, id),
+        ("GET", ["pipelines", id]) => match parse(id).and_then(|id| state.pipeline_runs.get(&id)) {
+            Some(run) => FakeResponse::json(200, &pipeline(state, run)),
+            None => not_found("Pipeline"),
+        },
         ("GET", ["jobs", id, "trace"]) => {
             let id = parse(id);
             let trace = state
@@ -195,6 +199,10 @@ fn thread_route(
             }
         }
         (_, ["award_emoji"]) => awards(state, request, thread_awardable),
+        ("GET", ["pipelines"]) => match noteable {
+            Noteable::MergeRequest(iid) => merge_request_pipelines(state, request, iid),
+            Noteable::Issue(_) => message(404, "404 Not Found"),
+        },
         (_, ["discussions", rest @ ..]) => match noteable {
             Noteable::MergeRequest(iid) => super::discussions::route(state, request, iid, rest),
             Noteable::Issue(_) => message(404, "404 Not Found"),
@@ -421,4 +429,38 @@ fn pipeline_jobs(state: &State, request: &FakeRequest, id: &str) -> FakeResponse
         })
         .collect();
     FakeResponse::json(200, &Value::Array(jobs))
+}
+
+/// `GET /merge_requests/:iid/pipelines`: the pipelines of the merge request's source branch,
+/// newest first, as GitLab lists them (basic fields only).
+fn merge_request_pipelines(state: &State, request: &FakeRequest, iid: u64) -> FakeResponse {
+    let Some(branch) = state
+        .merge_requests
+        .get(&iid)
+        .map(|mr| mr.source_branch.clone())
+    else {
+        return not_found("Merge Request");
+    };
+    let items = state
+        .pipeline_runs
+        .values()
+        .rev()
+        .filter(|run| run.branch == branch)
+        .map(|run| pipeline(state, run))
+        .collect();
+    shapes::paginate(state, request, items)
+}
+
+/// A pipeline's basic fields, as GitLab lists and shows them.
+fn pipeline(state: &State, run: &super::PipelineRun) -> Value {
+    json!({
+        "id": run.id,
+        "iid": run.id,
+        "project_id": PROJECT_ID,
+        "sha": run.sha,
+        "ref": run.branch,
+        "status": run.status,
+        "source": run.source,
+        "web_url": format!("{}/{PROJECT_PATH}/-/pipelines/{}", state.base_url, run.id),
+    })
 }
