@@ -57,7 +57,7 @@ impl Stage {
             .filter_map(|pair| pair.split_once('='))
             .filter(|(n, _)| *n == name)
             .map(|(_, v)| v.to_owned())
-            .last()
+            .next_back()
     }
 }
 
