@@ -235,12 +235,7 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
             );
         }
     }
-    if let Some(ci) = state.ci_results.last() {
-        let _ = writeln!(out, "\n{}\n", super::ci_verification::line(ci));
-    }
-    if let Some(line) = super::evidence::footer_line(state) {
-        let _ = writeln!(out, "{line}");
-    }
+    super::verification::footer(out, state);
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {
         facts.push(format!("Model: {model}"));

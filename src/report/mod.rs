@@ -11,6 +11,7 @@ pub mod notice;
 pub mod summary;
 pub(crate) mod tee;
 pub(crate) mod terminal;
+pub mod verification;
 
 use crate::history::SessionState;
 use crate::plan::{Phase, ReplanDecision};

@@ -191,7 +191,24 @@ pub(super) async fn ci_run(
             Round::NotOurs(reason) => {
                 return not_acting(forge.as_ref(), Some(thread), Verdict::Silent(reason)).await;
             }
-            Round::Recorded => return Ok(Exit::Ok),
+            Round::Recorded => {
+                let loaded = load_thread(backend.as_ref(), &thread).await?;
+                let link = crate::app::pr_verification::history_link(
+                    &ctx.env,
+                    forge.kind(),
+                    &ctx.config.history,
+                    &thread,
+                );
+                crate::app::pr_verification::after_run(
+                    forge.as_ref(),
+                    &loaded.state,
+                    &loaded.intents,
+                    None,
+                    &link,
+                )
+                .await;
+                return Ok(Exit::Ok);
+            }
             Round::Fix(fixing) => {
                 trigger.request = Request::CiResult(fixing);
                 history = load_thread(backend.as_ref(), &thread).await?;
