@@ -58,3 +58,72 @@ pub fn proven_by(state: &SessionState) -> Option<FinalProof> {
     let checks = FinalProof::Checks(finals.clone());
     (!finals.is_empty() && passed(&checks, &state.evidence.latest_tree)).then_some(checks)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::check::CheckStatus;
+    use crate::history::entry::{Entry, EntryBody, SCHEMA_VERSION};
+
+    fn entry(seq: u64, body: EntryBody) -> Entry {
+        Entry {
+            v: SCHEMA_VERSION,
+            seq,
+            ts: chrono::Utc::now(),
+            run_id: "r".into(),
+            body,
+        }
+    }
+
+    fn check(tree: &str, status: CheckStatus) -> EntryBody {
+        EntryBody::Check(Box::new(CheckRecord {
+            name: "suite".into(),
+            argv: vec!["suite".into()],
+            status,
+            exit_code: None,
+            duration_ms: 10,
+            tree: Some(tree.into()),
+            task_id: None,
+            base_tree: None,
+            output_tail: String::new(),
+        }))
+    }
+
+    fn ci(passed: bool) -> EntryBody {
+        EntryBody::CiResult(Box::new(CiResult {
+            branch: "replan/issue-1".into(),
+            conclusion: if passed { "success" } else { "failure" }.into(),
+            passed,
+            head_sha: "c0ffee".into(),
+            run_url: Some("https://ci/1".into()),
+            failed_jobs: vec![],
+            round: 0,
+        }))
+    }
+
+    #[test]
+    fn a_passing_ci_run_after_the_checks_proves_the_thread_even_when_they_could_not_run() {
+        let state = crate::history::replay(&[
+            entry(1, check("a", CheckStatus::NotRun)),
+            entry(2, ci(true)),
+        ]);
+        assert!(matches!(proven_by(&state), Some(FinalProof::Ci(c)) if c.passed));
+        assert_eq!(recorded(&state).len(), 2);
+    }
+
+    #[test]
+    fn a_ci_run_before_a_later_change_proves_nothing_about_it() {
+        let state = crate::history::replay(&[
+            entry(1, ci(true)),
+            entry(2, check("b", CheckStatus::Failed)),
+        ]);
+        assert_eq!(proven_by(&state), None);
+        let failed = crate::history::replay(&[
+            entry(1, check("a", CheckStatus::NotRun)),
+            entry(2, ci(false)),
+        ]);
+        assert_eq!(proven_by(&failed), None);
+        let checks = crate::history::replay(&[entry(1, check("a", CheckStatus::Passed))]);
+        assert!(matches!(proven_by(&checks), Some(FinalProof::Checks(_))));
+    }
+}

@@ -4,6 +4,7 @@
 
 use super::markers::CHECKLIST_MARKER;
 use super::mermaid;
+pub use super::status_line::status_line;
 use crate::history::SessionState;
 use crate::history::entry::RunStatus;
 use crate::history::plan_approval::named_plan;
@@ -268,23 +269,6 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
     }
     if !facts.is_empty() {
         let _ = writeln!(out, "*{}*", facts.join(" | "));
-    }
-}
-
-/// The run's status as the checklist and the job summary head it.
-pub fn status_line(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Completed => "✅ Completed",
-        RunStatus::WaitingForAnswer => "❓ Waiting for an answer",
-        RunStatus::WaitingForApproval => "✋ Waiting for `/approve`",
-        RunStatus::RequiresHumanIntervention => "🙋 Human intervention needed",
-        RunStatus::Stopped => "⏹️ Stopped",
-        RunStatus::BudgetExhausted => "💸 Budget exhausted",
-        RunStatus::Blocked => "⛔ Blocked",
-        RunStatus::Failed => "❌ Failed",
-        RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
-        RunStatus::Unverified => "⚠️ Unverified: the checks do not prove the work",
-        RunStatus::NoChanges => "∅ No changes: the goal asked for a change and nothing changed",
     }
 }
 

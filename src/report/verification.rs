@@ -2,9 +2,9 @@
 //! [`FinalProof`]s only: the checklist's footer and the pull / merge request body's
 //! "Verification" section say the same facts because both come from here.
 
-use super::checklist::status_line;
 use super::evidence::{criterion_line, footer_line, task_suffix};
 use super::md_text::inline;
+use super::status_line::status_line;
 use crate::history::SessionState;
 use crate::history::final_proof::{FinalProof, proven_by, recorded};
 use std::fmt::Write as _;

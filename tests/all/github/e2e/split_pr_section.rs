@@ -104,7 +104,18 @@ fn github_split_publish_edits_only_the_marked_section_of_replans_own_pull_reques
         "{}",
         own.body
     );
-    assert!(own.body.contains("### Verification"), "{}", own.body);
+    let rendered = crate::support::gfm::render(&own.body);
+    assert_eq!(rendered.headings, vec!["Verification"], "{}", own.body);
+    rendered.assert_only_tags(&[], &own.body);
+    assert!(rendered.tasks.is_empty(), "{}", own.body);
+    assert!(
+        rendered
+            .links
+            .iter()
+            .any(|l| l.ends_with(&format!("planning_history/issues/{number}.jsonl"))),
+        "{}",
+        own.body
+    );
     assert!(
         own.body.find(&format!("Closes #{number}")) < own.body.find("### Verification"),
         "{}",
