@@ -1,5 +1,6 @@
 //! The proof in the checklist (issue 37, point 5): each task line's latest check runs (✅ with the
-//! tree and the time, ❌ with the failing check, stale when the tree changed since), and the
+//! tree and the time, ❌ with the failing check and its time, stale when the tree changed since),
+//! and the
 //! footer's final verification.
 
 use super::md_text::inline;
@@ -33,10 +34,11 @@ pub(super) fn one(state: &SessionState, r: &CheckRecord) -> String {
         )
     } else {
         format!(
-            "❌ {} {} on `{}`{stale}",
+            "❌ {} {} on `{}`, {}{stale}",
             code(&r.name),
             r.status.describe(),
-            r.short_tree()
+            r.short_tree(),
+            r.seconds()
         )
     }
 }
