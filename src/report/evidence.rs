@@ -1,7 +1,6 @@
 //! The proof in the checklist (issue 37, point 5): each task line's latest check runs (✅ with the
 //! tree and the time, ❌ with the failing check and its time, stale when the tree changed since),
-//! and the
-//! footer's final verification.
+//! and the footer's final verification.
 
 use super::md_text::inline;
 use crate::history::SessionState;
