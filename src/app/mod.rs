@@ -9,6 +9,7 @@ pub(crate) mod input;
 pub(crate) mod instructions;
 pub(crate) mod outputs;
 pub(crate) mod pr_recorder;
+pub(crate) mod pr_verification;
 pub(crate) mod private_git;
 pub(crate) mod review;
 pub(crate) mod run;

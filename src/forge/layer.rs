@@ -72,6 +72,16 @@ pub trait ForgeLayer: Send + Sync {
         next.open_pull_request(request).await
     }
 
+    async fn update_pull_request_section(
+        &self,
+        next: &dyn Forge,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        next.update_pull_request_section(pull_request, section)
+            .await
+    }
+
     async fn reply_to_review_thread(
         &self,
         next: &dyn Forge,
@@ -184,6 +194,17 @@ impl<L: ForgeLayer> Forge for Layered<L> {
             body: self.layer.outgoing(&request.body),
         };
         self.layer.open_pull_request(self.next(), &request).await
+    }
+
+    async fn update_pull_request_section(
+        &self,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        let section = self.layer.outgoing(section);
+        self.layer
+            .update_pull_request_section(self.next(), pull_request, &section)
+            .await
     }
 
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {

@@ -371,6 +371,23 @@ impl Forge for LocalForge {
         Ok(PullRequestRef { number, url })
     }
 
+    async fn update_pull_request_section(
+        &self,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        let _guard = self.exclusive().await?;
+        let mut pulls = self.load_pulls()?;
+        let Some(pull) = pulls.iter_mut().find(|p| p.number == pull_request.number) else {
+            return Err(ForgeError::NotFound {
+                what: format!("pull request #{}", pull_request.number),
+            });
+        };
+        pull.request.body = crate::forge::pr_section::splice(&pull.request.body, section);
+        let text = serde_json::to_string_pretty(&pulls).expect("pull list serialises");
+        write_replacing(&self.pulls_path(), &text)
+    }
+
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         let _guard = self.lock.lock().await;
         Ok(self

@@ -7,6 +7,7 @@ pub mod gitlab;
 pub(crate) mod layer;
 pub mod local;
 pub mod marker;
+pub mod pr_section;
 pub(crate) mod redacting;
 
 pub use crate::trigger::Permission;
@@ -200,6 +201,21 @@ pub trait Forge: Send + Sync {
     async fn permission(&self, user: &str) -> ForgeResult<Permission>;
     async fn react(&self, target: ReactionTarget<'_>, reaction: Reaction) -> ForgeResult<()>;
     async fn open_pull_request(&self, request: &PullRequestRequest) -> ForgeResult<PullRequestRef>;
+
+    /// Replace Replan's marked section of the pull / merge request's body with `section`
+    /// ([`pr_section::splice`]): the only edit of a body Replan makes, so the text above and
+    /// below the section is never rewritten.
+    async fn update_pull_request_section(
+        &self,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        let _ = section;
+        Err(unsupported(
+            self.kind(),
+            &format!("editing the body of {}", pull_request.url),
+        ))
+    }
 
     /// The pull / merge request (in any state) whose body carries the idempotency marker `key`.
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>>;

@@ -23,6 +23,14 @@ pub struct Evidence {
     /// The latest final verification: where the checks came from, the problems that kept the
     /// run from `completed`, and each success criterion's evidence.
     pub verification: Option<Verification>,
+    /// How many CI results the thread had when the latest check ran: a CI run recorded after
+    /// that speaks for a newer push than the checks (`final_proof::current_ci`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ci_results_before_latest_check: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -11,6 +11,7 @@ pub mod entry;
 mod entry_de;
 pub mod evidence;
 pub mod export;
+pub mod final_proof;
 pub mod fold;
 pub mod git_branch;
 pub mod jsonl;

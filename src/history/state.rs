@@ -522,7 +522,10 @@ pub fn apply_owned(s: &mut SessionState, e: Entry) {
             }
             s.completion = Some(*completion)
         }
-        EntryBody::Check(record) => s.evidence.record(*record),
+        EntryBody::Check(record) => {
+            s.evidence.record(*record);
+            s.evidence.ci_results_before_latest_check = s.ci_results.len();
+        }
         EntryBody::Verification {
             source,
             checks,

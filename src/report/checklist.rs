@@ -4,6 +4,7 @@
 
 use super::markers::CHECKLIST_MARKER;
 use super::mermaid;
+pub use super::status_line::status_line;
 use crate::history::SessionState;
 use crate::history::entry::RunStatus;
 use crate::history::plan_approval::named_plan;
@@ -235,12 +236,7 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
             );
         }
     }
-    if let Some(ci) = state.ci_results.last() {
-        let _ = writeln!(out, "\n{}\n", super::ci_verification::line(ci));
-    }
-    if let Some(line) = super::evidence::footer_line(state) {
-        let _ = writeln!(out, "{line}");
-    }
+    super::verification::footer(out, state);
     let mut facts: Vec<String> = Vec::new();
     if let Some(model) = &ctx.model {
         facts.push(format!("Model: {model}"));
@@ -273,23 +269,6 @@ fn footer(out: &mut String, state: &SessionState, ctx: &ChecklistContext, plan: 
     }
     if !facts.is_empty() {
         let _ = writeln!(out, "*{}*", facts.join(" | "));
-    }
-}
-
-/// The run's status as the checklist and the job summary head it.
-pub fn status_line(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Completed => "✅ Completed",
-        RunStatus::WaitingForAnswer => "❓ Waiting for an answer",
-        RunStatus::WaitingForApproval => "✋ Waiting for `/approve`",
-        RunStatus::RequiresHumanIntervention => "🙋 Human intervention needed",
-        RunStatus::Stopped => "⏹️ Stopped",
-        RunStatus::BudgetExhausted => "💸 Budget exhausted",
-        RunStatus::Blocked => "⛔ Blocked",
-        RunStatus::Failed => "❌ Failed",
-        RunStatus::FannedOut => "🔀 Waiting for the subtask jobs",
-        RunStatus::Unverified => "⚠️ Unverified: the checks do not prove the work",
-        RunStatus::NoChanges => "∅ No changes: the goal asked for a change and nothing changed",
     }
 }
 

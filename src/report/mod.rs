@@ -8,9 +8,11 @@ pub(crate) mod markers;
 pub mod md_text;
 pub mod mermaid;
 pub mod notice;
+pub mod status_line;
 pub mod summary;
 pub(crate) mod tee;
 pub(crate) mod terminal;
+pub mod verification;
 
 use crate::history::SessionState;
 use crate::plan::{Phase, ReplanDecision};

@@ -119,6 +119,17 @@ fn bundle_run_writes_nothing_and_publish_leaves_what_a_normal_run_leaves() {
     for field in ["head", "base", "title", "body"] {
         assert_eq!(pulls[0][field], normal_pulls[0][field], "{field}");
     }
+    // The local forge's pull request carries the Verification section once, after the run.
+    let body = pulls[0]["body"].as_str().unwrap();
+    assert_eq!(
+        body.matches("<!-- replan:verification -->").count(),
+        1,
+        "{body}"
+    );
+    assert!(
+        body.contains("**History**: `planning_history/issues/7.jsonl` on branch `replan-history`"),
+        "{body}"
+    );
     let url = pulls[0]["url"].as_str().unwrap();
     assert!(
         history.contains(&format!("opened pull request #1 ({url})")),

@@ -99,6 +99,14 @@ pub enum Write {
         pull_request: u64,
         review_thread: String,
     },
+    /// The "Verification" section of the thread's own pull request body (issue 37): only the
+    /// section's text, never a body. `pull_request` is the placeholder of this bundle's
+    /// `pull_request` write or the number of the one the thread's history records; publish
+    /// splices the section between its markers into the body as it reads it then.
+    PullRequestSection {
+        pull_request: String,
+        section: String,
+    },
 }
 
 impl Manifest {

@@ -112,6 +112,7 @@ pub async fn publish(
         checklists_done: BTreeSet::new(),
         history_commit: None,
         failures: Vec::new(),
+        pull_requests: BTreeMap::new(),
     };
     for write in &manifest.writes {
         publisher.perform(write, &manifest.writes).await;
@@ -263,6 +264,8 @@ struct Publishing {
     checklists_done: BTreeSet<ThreadRef>,
     history_commit: Option<String>,
     failures: Vec<String>,
+    /// Placeholder → the number of the pull request publishing it opened.
+    pull_requests: BTreeMap<String, u64>,
 }
 
 impl Publishing {
@@ -352,6 +355,8 @@ impl Publishing {
                             format!("#0 ({placeholder})"),
                             format!("#{} ({})", opened.number, opened.url),
                         );
+                        self.pull_requests
+                            .insert(placeholder.clone(), opened.number);
                         self.ids.insert(placeholder.clone(), opened.url);
                     }
                     Err(e) => self.failed(format!("the pull request from `{}`: {e}", request.head)),
@@ -384,6 +389,28 @@ impl Publishing {
                 };
                 if let Err(e) = forge.resolve_review_thread(at).await {
                     self.failed(format!("resolving review thread {review_thread}: {e}"));
+                }
+            }
+            Write::PullRequestSection {
+                pull_request,
+                section,
+            } => {
+                let number = match self.pull_requests.get(pull_request) {
+                    Some(number) => Some(*number),
+                    None => pull_request.parse::<u64>().ok(),
+                };
+                let Some(number) = number else {
+                    return self.failed(format!(
+                        "the Verification section of `{pull_request}`: that pull request was not opened"
+                    ));
+                };
+                let target = crate::forge::PullRequestRef {
+                    number,
+                    url: format!("#{number}"),
+                };
+                let section = redact(&self.resolve(section));
+                if let Err(e) = forge.update_pull_request_section(&target, &section).await {
+                    self.failed(format!("the Verification section of #{number}: {e}"));
                 }
             }
             Write::History { thread, entries } => {

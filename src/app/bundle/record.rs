@@ -289,6 +289,26 @@ impl ForgeLayer for RecordingForge {
         })
     }
 
+    async fn update_pull_request_section(
+        &self,
+        _next: &dyn Forge,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        // A pull request this bundle opens is known by its placeholder (number 0).
+        let target = if pull_request.number == 0 {
+            pull_request.url.clone()
+        } else {
+            pull_request.number.to_string()
+        };
+        self.recorder
+            .record(Write::PullRequestSection {
+                pull_request: target,
+                section: section.to_owned(),
+            })
+            .map_err(forge_error)
+    }
+
     /// A pull request recorded earlier in this bundle answers for its key before the real forge.
     async fn find_pull_request(
         &self,

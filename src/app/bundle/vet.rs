@@ -132,6 +132,7 @@ fn kind(write: &Write) -> &'static str {
         Write::History { .. } => "history",
         Write::ReviewReply { .. } => "review_reply",
         Write::ResolveReviewThread { .. } => "resolve_review_thread",
+        Write::PullRequestSection { .. } => "pull_request_section",
     }
 }
 
@@ -198,6 +199,11 @@ pub async fn vet(
             } => review_thread_exists(*pull_request, review_thread, None, sources)
                 .await
                 .map_err(|rule| Refusal::write(i, write, rule))?,
+            Write::PullRequestSection { pull_request, .. } => {
+                own_pull_request(pull_request, writes, trusted, sources)
+                    .await
+                    .map_err(|rule| Refusal::write(i, write, rule))?
+            }
             _ => {}
         }
     }
@@ -399,6 +405,11 @@ fn rule_of_write(write: &Write, trusted: &Trusted, writes: &[Write]) -> Result<(
         | Write::ResolveReviewThread { pull_request, .. } => {
             review_write_allowed(*pull_request, trusted)
         }
+        Write::PullRequestSection { section, .. }
+            if crate::forge::pr_section::holds_marker(section) =>
+        {
+            Err("the section holds the section markers, which would let it reach outside its place in the body".to_owned())
+        }
         _ => Ok(()),
     }
 }
@@ -415,6 +426,49 @@ fn review_write_allowed(pull_request: u64, trusted: &Trusted) -> Result<(), Stri
         None => Err(format!(
             "a review thread of #{pull_request}, but this publish job's own event is no review of a pull request Replan opened for {}",
             trusted.thread_name()
+        )),
+    }
+}
+
+/// A section goes only into the pull request Replan opened for the trusted thread: the one this
+/// bundle opens (its placeholder; the `pull_request` write's own rules vetted its branch), or
+/// the one the thread's stored history records (`app::pr_verification`).
+async fn own_pull_request(
+    target: &str,
+    writes: &[Write],
+    trusted: &Trusted,
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    let thread = trusted.thread.ok_or("this publish job names no thread")?;
+    if target.starts_with(PLACEHOLDER_PREFIX) {
+        let opened_here = writes
+            .iter()
+            .any(|w| matches!(w, Write::PullRequest { placeholder, .. } if placeholder == target));
+        return if opened_here {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{target}` is not the placeholder of a pull request this bundle opens"
+            ))
+        };
+    }
+    let loaded = crate::history::store::load(sources.history, &thread)
+        .await
+        .map_err(|e| format!("cannot read the history of {thread}: {e}"))?;
+    let recorded = crate::app::pr_verification::recorded_pull_request(
+        sources.forge,
+        &loaded.state,
+        &loaded.intents,
+    )
+    .await?;
+    match recorded {
+        Some(own) if own.number.to_string() == target => Ok(()),
+        Some(own) => Err(format!(
+            "pull request {target} is not the pull request Replan opened for {thread} (#{})",
+            own.number
+        )),
+        None => Err(format!(
+            "pull request {target} is not the pull request Replan opened for {thread} (its history records none)"
         )),
     }
 }
@@ -456,7 +510,8 @@ fn thread_of(write: &Write) -> Option<ThreadRef> {
         Write::Branch { .. }
         | Write::PullRequest { .. }
         | Write::ReviewReply { .. }
-        | Write::ResolveReviewThread { .. } => None,
+        | Write::ResolveReviewThread { .. }
+        | Write::PullRequestSection { .. } => None,
     }
 }
 
@@ -572,7 +627,7 @@ fn caps_hold(writes: &[Write], caps: &PublishConfig) -> Result<(), Refusal> {
                     .sum::<u64>();
             }
             Write::Reaction { .. } | Write::ResolveReviewThread { .. } => {}
-            Write::ReviewReply { .. } => comments += 1,
+            Write::ReviewReply { .. } | Write::PullRequestSection { .. } => comments += 1,
         }
     }
     let comments = comments + checklists.len() as u64;

@@ -276,7 +276,24 @@ async fn ci_result_round(
         Round::NotOurs(reason) => {
             not_acting(forge.as_ref(), Some(thread), Verdict::Silent(reason)).await
         }
-        Round::Recorded => Ok(Exit::Ok),
+        Round::Recorded => {
+            let loaded = load_thread(backend.as_ref(), &thread).await?;
+            let link = crate::app::pr_verification::history_link(
+                &ctx.env,
+                forge.kind(),
+                &ctx.config.history,
+                &thread,
+            );
+            crate::app::pr_verification::after_run(
+                forge.as_ref(),
+                &loaded.state,
+                &loaded.intents,
+                None,
+                &link,
+            )
+            .await;
+            Ok(Exit::Ok)
+        }
         Round::Fix(fixing) => {
             let mut trigger = trigger.clone();
             trigger.thread = Some(thread);

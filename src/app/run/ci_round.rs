@@ -85,15 +85,8 @@ pub(super) async fn prepare(
             run.branch,
             run.head_sha
         );
-        record(
-            ctx,
-            backend,
-            reporter,
-            thread,
-            result,
-            Some(RunStatus::Completed),
-        )
-        .await?;
+        let status = crate::engine::evidence::final_state::status_after_ci(&result);
+        record(ctx, backend, reporter, thread, result, status).await?;
         return Ok(Round::Recorded);
     }
     let failures = match forge.ci_failures(run).await {

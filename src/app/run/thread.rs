@@ -200,6 +200,7 @@ pub(super) async fn cycle_on_thread(
         Some(saver) => saver.clone(),
         None => reporter,
     };
+    let recorded_intents = loaded.intents.clone();
     let recorder = Arc::new(Layered::new(forge.clone(), PrRecorder::default()));
     tool_context.forge = Some((recorder.clone(), thread));
     tool_context.effects = Some(Arc::new(
@@ -282,6 +283,24 @@ pub(super) async fn cycle_on_thread(
     let history_commit = sink.last_commit();
     if let (Some(stage), Ok(outcome)) = (&ctx.stage, &result) {
         crate::app::stage::after_cycle(stage, &ctx.env, checkout(), outcome).await?;
+    }
+    if let Ok(outcome) = &result
+        && crate::app::pr_verification::reports_on(outcome.status)
+    {
+        let link = crate::app::pr_verification::history_link(
+            &ctx.env,
+            forge.kind(),
+            &ctx.config.history,
+            &thread,
+        );
+        crate::app::pr_verification::after_run(
+            recorder.as_ref(),
+            &outcome.state,
+            &recorded_intents,
+            recorder.layer().opened(),
+            &link,
+        )
+        .await;
     }
     match result {
         Ok(outcome) => Ok(ThreadRun {

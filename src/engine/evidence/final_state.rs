@@ -2,31 +2,24 @@
 //! the final tree and every success criterion is proven or explicitly manual; `unverified` (with
 //! which checks and why) or `no_changes` otherwise.
 //!
-//! [`FinalProof`] is the one place a proof of the final tree comes from. Today that is the checks
-//! Replan runs itself; the repository's own CI run on the pushed branch is the other proof it is
-//! meant to take (issue 37, point 6): a new variant, accepted by [`final_proof_passed`].
+//! [`FinalProof`] (`history::final_proof`) is the one place a proof of the final tree comes
+//! from: the checks Replan runs itself, or the repository's own CI run on the pushed branch
+//! (issue 37, point 6), which [`status_after_ci`] turns into the thread's end state.
 
 use super::{run_all, start_tree, tree_now};
 use crate::engine::batch::Batch;
 use crate::engine::context::tools_named_by;
 use crate::engine::cx::Cx;
 use crate::history::check::{CheckRecord, CriterionEvidence};
-use crate::history::entry::{EntryBody, RunStatus};
+use crate::history::entry::{CiResult, EntryBody, RunStatus};
+pub use crate::history::final_proof::{FinalProof, passed as final_proof_passed};
 use crate::plan::Plan;
 use crate::tools::checks::ChecksSource;
 
-/// What proves the final tree.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FinalProof {
-    /// The runs of every check on the final tree.
-    Checks(Vec<CheckRecord>),
-}
-
-/// Whether `proof` proves the final tree `tree`.
-pub fn final_proof_passed(proof: &FinalProof, tree: &Option<String>) -> bool {
-    match proof {
-        FinalProof::Checks(records) => records.iter().all(|r| r.passed() && &r.tree == tree),
-    }
+/// How a thread ends once the repository's CI finished on its pull request branch: `completed`
+/// when the run proves the pushed head; `None` (the thread's status stays) when it does not.
+pub fn status_after_ci(ci: &CiResult) -> Option<RunStatus> {
+    final_proof_passed(&FinalProof::Ci(ci.clone()), &None).then_some(RunStatus::Completed)
 }
 
 /// The end state of a plan that ran to its end, and what the completion summary says about it.

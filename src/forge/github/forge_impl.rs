@@ -341,6 +341,14 @@ impl Forge for GitHubForge {
         super::review_threads::resolve(&self.client, self.graphql_url.as_deref(), at).await
     }
 
+    async fn update_pull_request_section(
+        &self,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        pulls::update_section(&self.client, pull_request.number, section).await
+    }
+
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         pulls::find_by_key(&self.client, key).await
     }

@@ -104,3 +104,31 @@ pub async fn find_by_key(
         .find(|pull| pull.body.as_deref().and_then(marker::key_in) == Some(key))
         .map(pull_ref))
 }
+
+/// Replan's marked section of pull request `number`'s body replaced by `section`: the body is
+/// read, spliced and written back (`PATCH`), the text outside the markers as it was.
+pub async fn update_section(
+    client: &GitHubClient,
+    number: u64,
+    section: &str,
+) -> Result<(), ForgeError> {
+    let what = format!("updating the Verification section of pull request #{number}");
+    let op = Op {
+        what: &what,
+        permission: PULLS_WRITE,
+    };
+    let pulls = client.octocrab().pulls(client.owner(), client.name());
+    let pull = client.call(op, pulls.get(number)).await?;
+    let body = pull.body.unwrap_or_default();
+    let updated = crate::forge::pr_section::splice(&body, section);
+    if updated == body {
+        return Ok(());
+    }
+    let path = client.repo_path(&format!("/pulls/{number}"));
+    let payload = serde_json::json!({ "body": updated });
+    let patch = client
+        .octocrab()
+        .patch::<PullRequest, _, _>(path, Some(&payload));
+    client.call(op, patch).await?;
+    Ok(())
+}

@@ -427,6 +427,30 @@ impl Forge for GitLabForge {
         super::discussions::resolve(&self.client, at).await
     }
 
+    /// The description is read, spliced and written back (`PUT`), the text outside the
+    /// markers as it was.
+    async fn update_pull_request_section(
+        &self,
+        pull_request: &PullRequestRef,
+        section: &str,
+    ) -> ForgeResult<()> {
+        let iid = pull_request.number;
+        let path = self.client.project_path(&format!("/merge_requests/{iid}"));
+        let what = format!("updating the Verification section of merge request !{iid}");
+        let current = self.client.get(&path, &what).await?;
+        let body = current.json["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let updated = crate::forge::pr_section::splice(&body, section);
+        if updated != body {
+            self.client
+                .put(&path, &json!({ "description": updated }), &what)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn find_pull_request(&self, key: &str) -> ForgeResult<Option<PullRequestRef>> {
         let list = self
             .client

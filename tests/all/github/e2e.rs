@@ -961,6 +961,7 @@ mod plan_approval;
 mod plan_approval_forgery;
 mod split;
 mod split_hostile;
+mod split_pr_section;
 mod verify;
 mod work_push;
 /// The checklist look-up lists the comments; a next link to another origin is refused there

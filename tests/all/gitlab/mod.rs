@@ -797,3 +797,57 @@ async fn gitlab_diff_discussions_are_listed_answered_and_resolved() {
         .unwrap_err();
     assert!(matches!(err, ForgeError::NotFound { .. }), "{err:?}");
 }
+
+/// Issue 37: the merge request's "Verification" section is written with `PUT` into the
+/// description the fake stores, below the text that was there, and replaced in place by the next
+/// run: never a second section, never the text around it rewritten.
+#[tokio::test]
+async fn gitlab_the_verification_section_is_spliced_into_the_stored_description_in_place() {
+    let fake = FakeGitLab::start();
+    let iid = fake.seed_issue("Add caching", "Please", "alice");
+    fake.commit_file("replan/issue-1", "cache.rs", "fn cache() {}\n");
+    let forge = forge(&fake);
+    let above = format!("Adds caching.\n\nCloses #{iid}\n\n<!-- replan:key=0123abcd -->");
+    let opened = forge
+        .open_pull_request(&PullRequestRequest {
+            head: "replan/issue-1".into(),
+            base: "main".into(),
+            title: "Add caching".into(),
+            body: above.clone(),
+        })
+        .await
+        .unwrap();
+
+    forge
+        .update_pull_request_section(&opened, "### Verification\n\n- ❌ `cargo test` failed")
+        .await
+        .unwrap();
+    let first = fake.merge_requests()[0].description.clone();
+    assert!(first.starts_with(&above), "{first}");
+    assert!(first.contains("- ❌ `cargo test` failed"), "{first}");
+    let sent = fake.requests_to(
+        "PUT",
+        &format!("/api/v4/projects/101/merge_requests/{}", opened.number),
+    );
+    assert_eq!(sent.len(), 1);
+
+    forge
+        .update_pull_request_section(&opened, "### Verification\n\n- ✅ `cargo test` passed")
+        .await
+        .unwrap();
+    let second = fake.merge_requests()[0].description.clone();
+    assert_eq!(
+        second.matches("<!-- replan:verification -->").count(),
+        1,
+        "{second}"
+    );
+    assert!(second.starts_with(&above), "{second}");
+    assert!(
+        !second.contains("failed") && second.contains("✅ `cargo test` passed"),
+        "{second}"
+    );
+    assert_eq!(
+        second,
+        first.replace("❌ `cargo test` failed", "✅ `cargo test` passed")
+    );
+}

@@ -17,6 +17,10 @@ pub struct Rendered {
     /// Fenced code blocks: (info string, content).
     pub code_blocks: Vec<(String, String)>,
     pub headings: Vec<String>,
+    /// List items that are not task items: their text as displayed (nested items' text too).
+    pub items: Vec<String>,
+    /// Every link's destination, in order.
+    pub links: Vec<String>,
 }
 
 pub fn render(markdown: &str) -> Rendered {
@@ -34,6 +38,7 @@ pub fn render(markdown: &str) -> Rendered {
     let mut cell: Option<String> = None;
     let mut row: Vec<String> = Vec::new();
     let mut table: Vec<Vec<String>> = Vec::new();
+    let mut items: Vec<String> = Vec::new();
     for event in Parser::new_ext(markdown, options) {
         let text = match &event {
             Event::Text(t) | Event::Code(t) => Some(t.to_string()),
@@ -49,6 +54,7 @@ pub fn render(markdown: &str) -> Rendered {
                 task.as_mut().map(|t| &mut t.1),
                 heading.as_mut(),
                 cell.as_mut(),
+                items.last_mut(),
             ]
             .into_iter()
             .flatten()
@@ -57,16 +63,23 @@ pub fn render(markdown: &str) -> Rendered {
             }
         }
         match event {
-            Event::Start(Tag::Item) => item_depth += 1,
+            Event::Start(Tag::Item) => {
+                item_depth += 1;
+                items.push(String::new());
+            }
+            Event::Start(Tag::Link { dest_url, .. }) => out.links.push(dest_url.to_string()),
             Event::TaskListMarker(checked) => {
                 task = Some((checked, String::new()));
                 task_depth = item_depth;
             }
             Event::End(TagEnd::Item) => {
+                let text = items.pop().unwrap_or_default();
                 if item_depth == task_depth
                     && let Some(done) = task.take()
                 {
                     out.tasks.push((done.0, done.1.trim().to_owned()));
+                } else {
+                    out.items.push(text.trim().to_owned());
                 }
                 item_depth -= 1;
             }

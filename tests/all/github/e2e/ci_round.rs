@@ -4,6 +4,7 @@
 
 use super::{World, text};
 use crate::support::fake_github::Job;
+use crate::support::gfm;
 use replan::history::entry::EntryBody;
 use replan::history::jsonl;
 use serde_json::json;
@@ -272,4 +273,74 @@ fn github_e2e_ci_failures_reopen_the_work_at_most_ci_rounds_times() {
         checklist.contains("no fixing round left (`verify.ci_rounds`)"),
         "{checklist}"
     );
+}
+
+/// A final check whose program is missing: it cannot run, so the cycle ends `unverified`.
+const CANNOT_RUN: &str =
+    "verify:\n  - name: suite\n    argv: [no-such-test-runner-37]\n    when: final\n";
+
+fn section_count(body: &str) -> usize {
+    body.matches("<!-- replan:verification -->").count()
+}
+
+/// Issue 37, points 5 and 6: the pull request body carries the final verification the checklist
+/// shows (the check that could not run, the history file's link) below the model's text; the
+/// repository's CI passing on the same head then proves the thread, which ends `completed`
+/// proven by that run, and the body's section is replaced in place.
+#[test]
+fn github_e2e_ci_success_proves_a_thread_whose_checks_could_not_run_and_the_pr_body_says_so() {
+    let world = World::new("");
+    world.checkout.write(".replan.yml", CANNOT_RUN);
+    world.checkout.commit_all("replan config");
+    world.checkout.run_git(&["push", "-q", "origin", "main"]);
+    let (number, branch, tip) = world.pull_request_opened();
+    assert_eq!(world.outputs()["status"], "unverified");
+    let body = world.fake.pull_requests()[0].body.clone();
+    let history_url = format!(
+        "https://github.com/octo/widgets/blob/replan-history/planning_history/issues/{number}.jsonl"
+    );
+    assert_eq!(section_count(&body), 1, "{body}");
+    let (above, _) = body.split_once("<!-- replan:verification -->").unwrap();
+    assert!(above.contains(&format!("Closes #{number}")), "{body}");
+    assert!(
+        body.contains("**Status**: ⚠️ Unverified: the checks do not prove the work — not proven"),
+        "{body}"
+    );
+    assert!(body.contains("- ❌ `suite` could not run on `"), "{body}");
+    let rendered = gfm::render(&body);
+    assert_eq!(rendered.headings, vec!["Verification"], "{body}");
+    assert_eq!(rendered.links, vec![history_url.clone()], "{body}");
+    rendered.assert_only_tags(&[], &body);
+    assert!(rendered.tasks.is_empty(), "{body}");
+
+    let run_url = "https://github.com/octo/widgets/actions/runs/7010";
+    let output = world.run(&world.ci_env(&world.workflow_run(7010, &branch, &tip, "success")));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.outputs()["status"], "completed", "{}", text(&output));
+    let after = world.fake.pull_requests()[0].body.clone();
+    assert_eq!(section_count(&after), 1, "{after}");
+    assert!(after.starts_with(above), "the text above is kept:\n{after}");
+    assert!(
+        after.contains(&format!(
+            "**Status**: ✅ Completed — proven by the repository's [CI run]({run_url})"
+        )),
+        "{after}"
+    );
+    assert!(
+        after.contains(&format!(
+            "✅ CI passed on `{}` ([CI run]({run_url}))",
+            &tip[..7]
+        )),
+        "{after}"
+    );
+    let rendered = gfm::render(&after);
+    assert_eq!(rendered.headings, vec!["Verification"], "{after}");
+    assert_eq!(
+        rendered.links,
+        vec![run_url.to_owned(), run_url.to_owned(), history_url],
+        "{after}"
+    );
+    let history = world.history(number);
+    assert!(history.contains("\"status\":\"completed\""), "{history}");
 }

@@ -70,6 +70,25 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
             },
             Err(_) => not_found(),
         },
+        ("PATCH", ["pulls", number]) => {
+            let body = request
+                .json()
+                .ok()
+                .and_then(|b| b.get("body").and_then(Value::as_str).map(String::from));
+            let index = number
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| state.pulls.iter().position(|pull| pull.number == n));
+            match (index, body) {
+                (Some(index), Some(body)) => {
+                    state.pulls[index].body = body;
+                    let pull = state.pulls[index].clone();
+                    FakeResponse::json(200, &pull_json(state, &pull))
+                }
+                (Some(_), None) => error(400, "Problems parsing JSON"),
+                (None, _) => not_found(),
+            }
+        }
         (_, ["git", ..]) | (_, ["contents", ..]) => git_data::route(state, request, method, rest),
         ("GET", ["actions", ..]) | ("GET", ["check-suites", ..]) => {
             super::actions::route(state, rest)

@@ -110,6 +110,24 @@ pub fn route(state: &mut State, request: &FakeRequest) -> FakeResponse {
                 None => not_found("Merge Request"),
             }
         }
+        ("PUT", ["merge_requests", iid]) => {
+            let description = request.json().ok().and_then(|body| {
+                body.get("description")
+                    .and_then(|d| d.as_str().map(String::from))
+            });
+            match (
+                parse(iid).and_then(|iid| state.merge_requests.get_mut(&iid)),
+                description,
+            ) {
+                (Some(mr), Some(description)) => {
+                    mr.description = description;
+                    let mr = mr.clone();
+                    FakeResponse::json(200, &shapes::merge_request(state, &mr))
+                }
+                (Some(_), None) => message(400, "description is missing"),
+                (None, _) => not_found("Merge Request"),
+            }
+        }
         (_, [kind @ ("issues" | "merge_requests"), iid, tail @ ..]) => {
             let Some(noteable) = noteable(state, kind, iid) else {
                 return not_found(if *kind == "issues" {
