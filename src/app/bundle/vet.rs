@@ -189,15 +189,35 @@ pub async fn vet(
                 review_thread,
                 reply_to,
                 ..
-            } => review_thread_exists(*pull_request, review_thread, Some(reply_to), sources)
+            } => {
+                super::review_round::named_by_the_round(
+                    review_thread,
+                    trusted,
+                    writes,
+                    sources.history,
+                )
                 .await
-                .map_err(|rule| Refusal::write(i, write, rule))?,
+                .map_err(|rule| Refusal::write(i, write, rule))?;
+                review_thread_exists(*pull_request, review_thread, Some(reply_to), sources)
+                    .await
+                    .map_err(|rule| Refusal::write(i, write, rule))?
+            }
             Write::ResolveReviewThread {
                 pull_request,
                 review_thread,
-            } => review_thread_exists(*pull_request, review_thread, None, sources)
+            } => {
+                super::review_round::named_by_the_round(
+                    review_thread,
+                    trusted,
+                    writes,
+                    sources.history,
+                )
                 .await
-                .map_err(|rule| Refusal::write(i, write, rule))?,
+                .map_err(|rule| Refusal::write(i, write, rule))?;
+                review_thread_exists(*pull_request, review_thread, None, sources)
+                    .await
+                    .map_err(|rule| Refusal::write(i, write, rule))?
+            }
             _ => {}
         }
     }

@@ -46,8 +46,9 @@ fn thread_from(discussion: &Value) -> Option<ReviewThread> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                // A GitLab review is not an object of its own: the discussion stands for it.
-                review_id: Some(id.clone()),
+                // GitLab has no review object: which round a discussion joins is the app's
+                // rule (`app/review_batch.rs`).
+                review_id: None,
             })
         })
         .collect();
@@ -122,7 +123,8 @@ mod tests {
             (thread.path.as_str(), thread.start_line, thread.line),
             ("a.rs", Some(2), Some(4))
         );
-        assert!(thread.belongs_to("abc"));
+        assert!(!thread.belongs_to("abc"));
+        assert_eq!(thread.comments[0].author, "alice");
         let plain =
             json!({"id": "def", "individual_note": true, "notes": [{"id": 6, "body": "hi"}]});
         assert!(thread_from(&plain).is_none());
