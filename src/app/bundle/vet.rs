@@ -189,35 +189,22 @@ pub async fn vet(
                 review_thread,
                 reply_to,
                 ..
-            } => {
-                super::review_round::named_by_the_round(
-                    review_thread,
-                    trusted,
-                    writes,
-                    sources.history,
-                )
-                .await
-                .map_err(|rule| Refusal::write(i, write, rule))?;
-                review_thread_exists(*pull_request, review_thread, Some(reply_to), sources)
-                    .await
-                    .map_err(|rule| Refusal::write(i, write, rule))?
-            }
+            } => review_write_target(
+                *pull_request,
+                review_thread,
+                Some(reply_to),
+                trusted,
+                writes,
+                sources,
+            )
+            .await
+            .map_err(|rule| Refusal::write(i, write, rule))?,
             Write::ResolveReviewThread {
                 pull_request,
                 review_thread,
-            } => {
-                super::review_round::named_by_the_round(
-                    review_thread,
-                    trusted,
-                    writes,
-                    sources.history,
-                )
+            } => review_write_target(*pull_request, review_thread, None, trusted, writes, sources)
                 .await
-                .map_err(|rule| Refusal::write(i, write, rule))?;
-                review_thread_exists(*pull_request, review_thread, None, sources)
-                    .await
-                    .map_err(|rule| Refusal::write(i, write, rule))?
-            }
+                .map_err(|rule| Refusal::write(i, write, rule))?,
             _ => {}
         }
     }
@@ -437,6 +424,20 @@ fn review_write_allowed(pull_request: u64, trusted: &Trusted) -> Result<(), Stri
             trusted.thread_name()
         )),
     }
+}
+
+/// A review write's thread is a review thread of the pull request on the forge, and one the
+/// review round of this job's review names.
+async fn review_write_target(
+    pull_request: u64,
+    review_thread: &str,
+    reply_to: Option<&str>,
+    trusted: &Trusted,
+    writes: &[Write],
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    review_thread_exists(pull_request, review_thread, reply_to, sources).await?;
+    super::review_round::named_by_the_round(review_thread, trusted, writes, sources.history).await
 }
 
 /// The thread a review write names is one of the pull request's review threads on the forge

@@ -478,8 +478,17 @@ fn github_split_review_answers_go_through_the_bundle_and_hostile_ones_are_refuse
 
     let output = world.run_args(
         &publish_env,
-        &[std::ffi::OsString::from("publish"), dir.into()],
+        &[std::ffi::OsString::from("publish"), dir.clone().into()],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_review_answered(&world, issue, pull, &before);
+
+    // A retried publish finds each reply by its key and does not post it again.
+    let answered = world.fake.review_threads(pull);
+    let output = world.run_args(
+        &publish_env,
+        &[std::ffi::OsString::from("publish"), dir.into()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.fake.review_threads(pull), answered);
 }
