@@ -751,6 +751,28 @@ mod tests {
     }
 
     #[test]
+    fn a_diff_note_is_a_review_only_from_the_project_s_own_branch() {
+        let hook = |kind: &str, source_project: u64| {
+            format!(
+                r#"{{"object_kind":"note","user":{{"username":"alice"}},
+                "object_attributes":{{"id":7,"note":"Rename it","noteable_type":"MergeRequest","action":"create","type":"{kind}","discussion_id":"abc"}},
+                "merge_request":{{"iid":3,"state":"opened","source_branch":"replan/issue-5","source_project_id":{source_project},"target_project_id":15}}}}"#
+            )
+        };
+        let t = run(&[("TRIGGER_PAYLOAD", &hook("DiffNote", 15))]);
+        let Request::Review(review) = &t.request else {
+            panic!("a review: {:?}", t.request)
+        };
+        assert_eq!((review.pull_request, review.review_id.as_str()), (3, "abc"));
+        assert_eq!(review.head_branch, "replan/issue-5");
+        // A fork's branch may carry any name; a note outside a diff is a comment.
+        for (kind, project) in [("DiffNote", 99), ("DiscussionNote", 15)] {
+            let t = run(&[("TRIGGER_PAYLOAD", &hook(kind, project))]);
+            assert!(!matches!(t.request, Request::Review(_)), "{kind} {project}");
+        }
+    }
+
+    #[test]
     fn unreadable_payload_file_names_the_file_and_variable() {
         let err = from_gitlab(
             &vars(&[("TRIGGER_PAYLOAD", "/nonexistent/payload.json")]),
