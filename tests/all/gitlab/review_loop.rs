@@ -530,3 +530,35 @@ fn gitlab_split_review_answers_are_vetted_and_a_retried_publish_posts_each_reply
     let d = project.discussion(iid, &planted);
     assert!(!d.resolved && d.notes.len() == 1, "{d:#?}");
 }
+
+/// A reply whose answer is lost after GitLab stored it (a proxy's 502) is found by its key and
+/// not posted again; a reply the discussion already holds is not posted at all.
+#[tokio::test]
+async fn gitlab_review_reply_is_posted_once_when_the_answer_is_lost_or_the_run_retried() {
+    use crate::support::Fault;
+    use replan::forge::{ReviewThreadRef, marker};
+    let fake = FakeGitLab::start();
+    fake.commit_file("replan/issue-1", "hello.md", "hello\n");
+    let iid = fake.seed_merge_request("Add hello", "replan/issue-1", "main", "alice");
+    let id = fake.seed_discussion(iid, "alice", "hello.md", 1, "Rename it.");
+    let forge = super::forge(&fake);
+    let at = ReviewThreadRef {
+        pull_request: iid,
+        thread: &id,
+        reply_to: "",
+    };
+    let body = marker::with_marker("Addressed: renamed.", &marker::key_for(&["r", "1"]));
+    let notes = format!("/api/v4/projects/101/merge_requests/{iid}/discussions/{id}/notes");
+    fake.push_fault(Fault::after_effect("POST", &notes, 502));
+
+    replan::forge::Forge::reply_to_review_thread(&forge, at, &body)
+        .await
+        .unwrap();
+    assert_eq!(fake.pending_faults(), 0, "the 502 was answered");
+    let posted = marker::reply_once(&forge, at, &body).await.unwrap();
+
+    assert!(!posted, "the retried run finds the reply");
+    let discussion = fake.discussions(iid).remove(0);
+    assert_eq!(discussion.notes.len(), 2, "{discussion:#?}");
+    assert_eq!(fake.requests_to("POST", &notes).len(), 1);
+}
