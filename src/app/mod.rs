@@ -12,6 +12,7 @@ pub(crate) mod pr_recorder;
 pub(crate) mod pr_verification;
 pub(crate) mod private_git;
 pub(crate) mod review;
+pub(crate) mod review_batch;
 pub(crate) mod run;
 pub(crate) mod secrets;
 pub(crate) mod stage;

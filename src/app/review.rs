@@ -5,12 +5,15 @@
 //! the head branch is in the repository itself and names a thread (`replan/issue-5…`), and that
 //! thread's history records pushing that very branch for its pull request.
 
-use crate::forge::{Forge, ReviewThreadRef};
+use crate::forge::{Forge, ReviewThreadRef, marker};
 use crate::history::HistoryBackend;
 use crate::history::SessionState;
 use crate::history::review::ReviewState;
 use crate::trigger::review::thread_of_branch;
-use crate::trigger::{Request, StartRules, ThreadKind, ThreadRef, Trigger, classify_comment};
+use crate::trigger::{
+    ForgeKind, GatePolicy, Request, StartRules, ThreadKind, ThreadRef, Trigger, classify_comment,
+};
+use chrono::{DateTime, Utc};
 use std::path::Path;
 
 /// The hidden marker of a review reply: the gate takes a comment carrying it as Replan's own.
@@ -78,14 +81,28 @@ pub async fn resolve(
 }
 
 /// The review's threads, read from the forge into the request (the event does not carry them).
-pub async fn collect(trigger: &mut Trigger, forge: &dyn Forge) -> Result<(), String> {
+/// On GitLab, which has no review object, the round is the batch of open discussions
+/// `review_batch::take` picks.
+pub async fn collect(
+    trigger: &mut Trigger,
+    forge: &dyn Forge,
+    state: &SessionState,
+    policy: &GatePolicy,
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    let gitlab = trigger.forge == ForgeKind::GitLab;
     let Request::Review(review) = &mut trigger.request else {
         return Ok(());
     };
-    review.threads = forge
+    let threads = forge
         .review_threads(review.pull_request)
         .await
         .map_err(|e| e.to_string())?;
+    review.threads = if gitlab {
+        super::review_batch::take(threads, &review.review_id, state, forge, policy, now).await
+    } else {
+        threads
+    };
     Ok(())
 }
 
@@ -109,7 +126,16 @@ pub async fn answer(forge: &dyn Forge, state: &SessionState, review_id: &str, wo
             reply_to: &thread.reply_to,
         };
         let (body, resolve) = reply(review, &thread.id, commit.as_deref());
-        if let Err(e) = forge.reply_to_review_thread(at, &body).await {
+        // The same round's reply in the same thread is the same write: a retried run or publish
+        // finds it by its key instead of posting it twice.
+        let key = marker::key_for(&[
+            "review_reply",
+            &review.round.pull_request.to_string(),
+            &review.round.review_id,
+            &thread.id,
+        ]);
+        let body = marker::with_marker(&body, &key);
+        if let Err(e) = marker::reply_once(forge, at, &body).await {
             tracing::warn!("could not reply in review thread {}: {e}", thread.id);
             continue;
         }

@@ -56,6 +56,33 @@ pub async fn find_comment(
     Ok(comments.into_iter().find(|c| key_in(&c.body) == Some(key)))
 }
 
+/// A reply in a review thread, unless the thread already holds the reply with the same key (an
+/// earlier attempt's: a retried run or publish). `Ok(false)` when it was there already. A body
+/// without a key is posted as it is.
+pub async fn reply_once(
+    forge: &dyn Forge,
+    at: super::ReviewThreadRef<'_>,
+    body: &str,
+) -> ForgeResult<bool> {
+    if let Some(key) = key_in(body) {
+        let threads = forge.review_threads(at.pull_request).await?;
+        let posted = threads
+            .iter()
+            .filter(|t| t.id == at.thread)
+            .flat_map(|t| &t.comments)
+            .any(|c| key_in(&c.body) == Some(key));
+        if posted {
+            tracing::info!(
+                "the reply in review thread {} was posted by an earlier attempt",
+                at.thread
+            );
+            return Ok(false);
+        }
+    }
+    forge.reply_to_review_thread(at, body).await?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

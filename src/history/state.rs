@@ -637,9 +637,13 @@ fn apply_approval(s: &mut SessionState, subject: &Value, verdict: ApprovalDecisi
 }
 
 impl SessionState {
-    /// The review round in progress or last answered for `review_id`.
+    /// The review round in progress or last answered for `review_id`: the round of that review,
+    /// or the round that took up that review thread (GitLab, where the event names a discussion
+    /// and a round takes every open discussion at once).
     pub fn review(&self, review_id: &str) -> Option<&super::review::ReviewState> {
-        self.reviews.iter().find(|r| r.round.review_id == review_id)
+        self.reviews.iter().find(|r| {
+            r.round.review_id == review_id || r.round.threads.iter().any(|t| t.id == review_id)
+        })
     }
 
     /// The review round whose cycle has not completed yet.

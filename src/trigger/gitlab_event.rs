@@ -8,8 +8,8 @@
 
 use super::ci_run::{CiRun, CiVerdict, thread_of_branch};
 use super::{
-    Actor, EventOutcome, ForgeKind, Request, StartRules, ThreadKind, ThreadRef, Trigger,
-    TriggerComment, TriggerError, classify_comment, mentions, timestamp,
+    Actor, EventOutcome, ForgeKind, Request, ReviewEvent, StartRules, ThreadKind, ThreadRef,
+    Trigger, TriggerComment, TriggerError, classify_comment, mentions, timestamp,
 };
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -62,6 +62,10 @@ struct Attributes {
     #[serde(default)]
     tag: bool,
     source: Option<String>,
+    /// Notes: `DiffNote` for a note in a diff discussion of a merge request.
+    #[serde(rename = "type")]
+    note_type: Option<String>,
+    discussion_id: Option<String>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
     created_at: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "timestamp::lenient")]
@@ -542,11 +546,40 @@ impl HookCtx<'_> {
         )?;
         trigger.comment = Some(TriggerComment {
             id: id.to_string(),
-            body,
+            body: body.clone(),
             created_at: attrs.created_at,
             updated_at: attrs.updated_at,
         });
+        if let Some(review) = self.diff_note(attrs, number, body) {
+            trigger.request = Request::Review(review);
+        }
         Ok(EventOutcome::run(trigger))
+    }
+
+    /// A note in a diff discussion of a merge request from this project's own branch: a review
+    /// comment, which on Replan's own merge request joins a review round (`app/review.rs`).
+    /// GitLab has no review object: the discussion names the event's review, and the round is
+    /// every open discussion of Developers not answered yet (`app/review_batch.rs`).
+    fn diff_note(&self, attrs: &Attributes, number: u64, body: String) -> Option<ReviewEvent> {
+        if attrs.noteable_type.as_deref() != Some("MergeRequest")
+            || attrs.note_type.as_deref() != Some("DiffNote")
+        {
+            return None;
+        }
+        let merge_request = self.hook.merge_request.as_ref()?;
+        // A fork's branch may carry any name: only a branch of this project can be Replan's.
+        let same_project = merge_request.source_project_id.is_some()
+            && merge_request.source_project_id == merge_request.target_project_id;
+        if !same_project {
+            return None;
+        }
+        Some(ReviewEvent {
+            pull_request: number,
+            review_id: attrs.discussion_id.clone().filter(|d| !d.is_empty())?,
+            head_branch: merge_request.source_branch.clone()?,
+            comment: Some(body),
+            threads: vec![],
+        })
     }
 }
 
@@ -714,6 +747,28 @@ mod tests {
             let outcome =
                 from_gitlab(&vars(&[("TRIGGER_PAYLOAD", &json)]), &StartRules::default()).unwrap();
             assert!(matches!(outcome, EventOutcome::Ignored { .. }), "{attrs}");
+        }
+    }
+
+    #[test]
+    fn a_diff_note_is_a_review_only_from_the_project_s_own_branch() {
+        let hook = |kind: &str, source_project: u64| {
+            format!(
+                r#"{{"object_kind":"note","user":{{"username":"alice"}},
+                "object_attributes":{{"id":7,"note":"Rename it","noteable_type":"MergeRequest","action":"create","type":"{kind}","discussion_id":"abc"}},
+                "merge_request":{{"iid":3,"state":"opened","source_branch":"replan/issue-5","source_project_id":{source_project},"target_project_id":15}}}}"#
+            )
+        };
+        let t = run(&[("TRIGGER_PAYLOAD", &hook("DiffNote", 15))]);
+        let Request::Review(review) = &t.request else {
+            panic!("a review: {:?}", t.request)
+        };
+        assert_eq!((review.pull_request, review.review_id.as_str()), (3, "abc"));
+        assert_eq!(review.head_branch, "replan/issue-5");
+        // A fork's branch may carry any name; a note outside a diff is a comment.
+        for (kind, project) in [("DiffNote", 99), ("DiscussionNote", 15)] {
+            let t = run(&[("TRIGGER_PAYLOAD", &hook(kind, project))]);
+            assert!(!matches!(t.request, Request::Review(_)), "{kind} {project}");
         }
     }
 

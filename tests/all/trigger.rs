@@ -564,6 +564,21 @@ fn every_gitlab_fixture_has_an_expectation() {
     assert!(matches!(t.request, Request::Mention { .. }));
     checked.insert("note_hook.merge_request.json");
 
+    // A note in a diff discussion: a review comment naming its discussion and the branch.
+    let t = gitlab("note_hook.diff_note.json", true);
+    let Request::Review(review) = &t.request else {
+        panic!("a review, got {:?}", t.request)
+    };
+    assert_eq!(review.pull_request, 1);
+    assert_eq!(review.review_id, "0000000000000000000000000000000000000001");
+    assert_eq!(review.head_branch, "replan/issue-1");
+    assert_eq!(
+        review.comment.as_deref(),
+        Some("Please also add a greet.md.")
+    );
+    assert_eq!(t.comment.unwrap().id, "1244");
+    checked.insert("note_hook.diff_note.json");
+
     let t = gitlab("pipeline_hook.failed.json", true);
     assert_eq!(t.thread, Some(ThreadRef::issue(23)));
     let Request::CiResult(ci) = &t.request else {

@@ -11,6 +11,7 @@ pub(crate) mod branch;
 pub mod digest;
 pub(crate) mod publish;
 pub(crate) mod record;
+mod review_round;
 pub(crate) mod trusted;
 pub mod vet;
 

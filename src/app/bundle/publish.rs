@@ -374,7 +374,8 @@ impl Publishing {
                     reply_to,
                 };
                 let body = redact(&self.resolve(body));
-                if let Err(e) = forge.reply_to_review_thread(at, &body).await {
+                // A retried publish finds the reply an earlier attempt posted by its key.
+                if let Err(e) = crate::forge::marker::reply_once(forge.as_ref(), at, &body).await {
                     self.failed(format!("the reply in review thread {review_thread}: {e}"));
                 }
             }

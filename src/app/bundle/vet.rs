@@ -190,13 +190,20 @@ pub async fn vet(
                 review_thread,
                 reply_to,
                 ..
-            } => review_thread_exists(*pull_request, review_thread, Some(reply_to), sources)
-                .await
-                .map_err(|rule| Refusal::write(i, write, rule))?,
+            } => review_write_target(
+                *pull_request,
+                review_thread,
+                Some(reply_to),
+                trusted,
+                writes,
+                sources,
+            )
+            .await
+            .map_err(|rule| Refusal::write(i, write, rule))?,
             Write::ResolveReviewThread {
                 pull_request,
                 review_thread,
-            } => review_thread_exists(*pull_request, review_thread, None, sources)
+            } => review_write_target(*pull_request, review_thread, None, trusted, writes, sources)
                 .await
                 .map_err(|rule| Refusal::write(i, write, rule))?,
             Write::PullRequestSection { pull_request, .. } => {
@@ -471,6 +478,20 @@ async fn own_pull_request(
             "pull request {target} is not the pull request Replan opened for {thread} (its history records none)"
         )),
     }
+}
+
+/// A review write's thread is a review thread of the pull request on the forge, and one the
+/// review round of this job's review names.
+async fn review_write_target(
+    pull_request: u64,
+    review_thread: &str,
+    reply_to: Option<&str>,
+    trusted: &Trusted,
+    writes: &[Write],
+    sources: &Sources<'_>,
+) -> Result<(), String> {
+    review_thread_exists(pull_request, review_thread, reply_to, sources).await?;
+    super::review_round::named_by_the_round(review_thread, trusted, writes, sources.history).await
 }
 
 /// The thread a review write names is one of the pull request's review threads on the forge

@@ -183,9 +183,16 @@ pub(super) async fn ci_run(
         .await;
     }
     if review.is_some() {
-        crate::app::review::collect(&mut trigger, forge.as_ref())
-            .await
-            .map_err(|e| CliError::failure(format!("could not read the review threads: {e}")))?;
+        let policy = gate_policy(&ctx.config, trigger.forge);
+        crate::app::review::collect(
+            &mut trigger,
+            forge.as_ref(),
+            &history.state,
+            &policy,
+            ctx.started_at,
+        )
+        .await
+        .map_err(|e| CliError::failure(format!("could not read the review threads: {e}")))?;
     }
     // Review comments live under /pulls/comments, not /issues/comments: react to the PR.
     let react_to = trigger
@@ -314,8 +321,12 @@ async fn ci_result_round(
     }
 }
 
+/// GitHub's review comments live under /pulls/comments, not /issues/comments; a GitLab diff
+/// note on Replan's own merge request is read again with its discussion when the round is
+/// collected. Neither is fetched again as a comment nor reacted to.
 fn is_review_comment(trigger: &Trigger) -> bool {
     trigger.event.starts_with("pull_request_review_comment")
+        || matches!(trigger.request, Request::Review(_))
 }
 
 fn gate_policy(config: &Config, kind: ForgeKind) -> GatePolicy {

@@ -334,7 +334,7 @@ impl Forge for GitHubForge {
     }
 
     async fn reply_to_review_thread(&self, at: ReviewThreadRef<'_>, body: &str) -> ForgeResult<()> {
-        super::review_threads::reply(&self.client, at, body).await
+        super::review_threads::reply(&self.client, self.graphql_url.as_deref(), at, body).await
     }
 
     async fn resolve_review_thread(&self, at: ReviewThreadRef<'_>) -> ForgeResult<()> {

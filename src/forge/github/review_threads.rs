@@ -3,7 +3,7 @@
 //! (`POST /pulls/{n}/comments/{id}/replies`).
 
 use super::client::{GitHubClient, Op};
-use crate::forge::{ForgeError, ForgeResult, ReviewThreadRef};
+use crate::forge::{ForgeError, ForgeResult, ReviewThreadRef, marker};
 use crate::trigger::{ReviewComment, ReviewThread};
 use serde_json::{Value, json};
 
@@ -146,6 +146,7 @@ pub(super) async fn list(
 
 pub(super) async fn reply(
     client: &GitHubClient,
+    url: Option<&str>,
     at: ReviewThreadRef<'_>,
     body: &str,
 ) -> ForgeResult<()> {
@@ -168,9 +169,32 @@ pub(super) async fn reply(
         what: &what,
         permission: PULLS_WRITE,
     };
+    // After a 5xx or a time-out the reply is sent again only when the thread does not hold it
+    // (found by its idempotency key), as comments are.
+    let key = marker::key_in(body);
+    let lookup = || async {
+        let Some(key) = key else {
+            return Err("the reply carries no idempotency marker to look for".to_owned());
+        };
+        let threads = list(client, url, at.pull_request)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(threads
+            .into_iter()
+            .filter(|t| t.id == at.thread)
+            .flat_map(|t| t.comments)
+            .find(|c| marker::key_in(&c.body) == Some(key))
+            .map(|c| json!({ "id": c.id, "body": c.body })))
+    };
     let body = json!({ "body": body });
+    let path = &path;
+    let body = &body;
     client
-        .call(op, client.octocrab().post::<_, Value>(path, Some(&body)))
+        .create(
+            op,
+            |once| async move { once.post::<_, Value>(path, Some(body)).await },
+            lookup,
+        )
         .await?;
     Ok(())
 }

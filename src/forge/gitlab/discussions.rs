@@ -2,7 +2,8 @@
 //! (`POST …/discussions/:id/notes`) and resolved (`PUT …/discussions/:id?resolved=true`).
 
 use super::client::GitLabClient;
-use crate::forge::{ForgeResult, ReviewThreadRef};
+use crate::forge::{ForgeResult, ReviewThreadRef, marker};
+use crate::http::Lookup;
 use crate::trigger::{ReviewComment, ReviewThread};
 use serde_json::{Value, json};
 
@@ -46,8 +47,9 @@ fn thread_from(discussion: &Value) -> Option<ReviewThread> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                // A GitLab review is not an object of its own: the discussion stands for it.
-                review_id: Some(id.clone()),
+                // GitLab has no review object: which round a discussion joins is the app's
+                // rule (`app/review_batch.rs`).
+                review_id: None,
             })
         })
         .collect();
@@ -90,7 +92,31 @@ pub(super) async fn reply(
         "replying in discussion {} of !{}",
         at.thread, at.pull_request
     );
-    client.post(&path, &json!({ "body": body }), &what).await?;
+    // After a 5xx or a time-out the reply is sent again only when the discussion does not hold
+    // it (found by its idempotency key), as notes are.
+    let key = marker::key_in(body).map(str::to_owned);
+    let listing = discussions_path(client, at.pull_request);
+    let (listing, thread) = (listing.as_str(), at.thread);
+    let lookup: Lookup<'_> = Box::new(move || {
+        let key = key.clone();
+        Box::pin(async move {
+            let Some(key) = key else {
+                return Err("the reply carries no idempotency marker to look for".to_owned());
+            };
+            let discussions = client
+                .get_all(listing, "looking for a reply an earlier attempt posted")
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(discussions
+                .into_iter()
+                .filter(|d| d["id"].as_str() == Some(thread))
+                .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+                .find(|n| n["body"].as_str().and_then(marker::key_in) == Some(key.as_str())))
+        })
+    });
+    client
+        .create(&path, &json!({ "body": body }), &what, lookup)
+        .await?;
     Ok(())
 }
 
@@ -122,7 +148,8 @@ mod tests {
             (thread.path.as_str(), thread.start_line, thread.line),
             ("a.rs", Some(2), Some(4))
         );
-        assert!(thread.belongs_to("abc"));
+        assert!(!thread.belongs_to("abc"));
+        assert_eq!(thread.comments[0].author, "alice");
         let plain =
             json!({"id": "def", "individual_note": true, "notes": [{"id": 6, "body": "hi"}]});
         assert!(thread_from(&plain).is_none());

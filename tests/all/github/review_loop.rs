@@ -478,8 +478,61 @@ fn github_split_review_answers_go_through_the_bundle_and_hostile_ones_are_refuse
 
     let output = world.run_args(
         &publish_env,
-        &[std::ffi::OsString::from("publish"), dir.into()],
+        &[std::ffi::OsString::from("publish"), dir.clone().into()],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_review_answered(&world, issue, pull, &before);
+
+    // A retried publish finds each reply by its key and does not post it again.
+    let answered = world.fake.review_threads(pull);
+    let output = world.run_args(
+        &publish_env,
+        &[std::ffi::OsString::from("publish"), dir.into()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.fake.review_threads(pull), answered);
+}
+
+/// A reply whose answer is lost after GitHub stored it (a proxy's 502) is found by its key in
+/// the review thread and not posted again; a retried run posts nothing.
+#[tokio::test]
+async fn github_review_reply_is_posted_once_when_the_answer_is_lost_or_the_run_retried() {
+    use crate::support::Fault;
+    use replan::forge::{Forge, ReviewThreadRef, marker};
+    let fake = crate::support::FakeGitHub::start();
+    let main = fake.ref_sha("main").unwrap();
+    fake.set_ref("replan/issue-1", &main);
+    fake.append_file("replan/issue-1", "hello.md", "hello\n");
+    let pull = fake.seed_pull_request("replan/issue-1", "main", "alice");
+    let (_, threads) = fake.seed_review(
+        pull,
+        "alice",
+        &[SeedComment {
+            path: "hello.md",
+            start_line: None,
+            line: 1,
+            body: "Rename it.",
+        }],
+    );
+    let forge = super::forge(&fake).with_graphql_url(Some(format!("{}/graphql", fake.base_url())));
+    let reply_to = threads[0].1.to_string();
+    let at = ReviewThreadRef {
+        pull_request: pull,
+        thread: &threads[0].0,
+        reply_to: &reply_to,
+    };
+    let body = marker::with_marker("Addressed: renamed.", &marker::key_for(&["r", "1"]));
+    let replies = format!(
+        "/repos/{}/pulls/{pull}/comments/{reply_to}/replies",
+        fake.repo()
+    );
+    fake.push_fault(Fault::after_effect("POST", &replies, 502));
+
+    forge.reply_to_review_thread(at, &body).await.unwrap();
+    assert_eq!(fake.pending_faults(), 0, "the 502 was answered");
+    let posted = marker::reply_once(&forge, at, &body).await.unwrap();
+
+    assert!(!posted, "the retried run finds the reply");
+    assert_eq!(fake.review_threads(pull)[0].comments.len(), 2);
+    assert_eq!(fake.requests_to("POST", &replies).len(), 1);
 }

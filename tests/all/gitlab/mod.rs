@@ -9,6 +9,7 @@ mod e2e;
 mod fanout_split;
 mod gate;
 mod pipeline;
+mod review_loop;
 mod split;
 mod verify;
 pub(crate) mod world;
