@@ -12,6 +12,7 @@ mod support;
 #[path = "../common/quiet.rs"]
 mod quiet;
 
+mod checked;
 mod checklist;
 mod critical_path;
 mod demo;
@@ -22,6 +23,7 @@ mod report;
 mod scenario;
 mod startup;
 mod stats;
+mod targets;
 mod tokens;
 mod wire;
 mod world;
@@ -73,7 +75,8 @@ fn main() {
 
     let mut template = String::new();
     let mut report = Report::default();
-    cycles(quick, &mut template, &mut report);
+    let trips20 = cycles(quick, &mut template, &mut report);
+    checked::report(quick, trips20, &mut report);
     instructions_prefix_share();
     critical_path(quick, &mut report);
     fanout::report(&mut report);
@@ -124,8 +127,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Whole `replan run` cycles for 5, 20 and 100 subtasks.
-fn cycles(quick: bool, template: &mut String, report: &mut Report) {
+/// Whole `replan run` cycles for 5, 20 and 100 subtasks, without checks (the repository has no
+/// `verify` and no manifest to detect one from); returns the 20-subtask cycle's round trips.
+fn cycles(quick: bool, template: &mut String, report: &mut Report) -> usize {
     println!("## Whole cycle (`replan run` on an `issues.opened` event)\n");
     println!(
         "Wall = spawn to exit of the release binary; \"minus LLM\" subtracts the time the scripted \
@@ -136,7 +140,7 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
         "| subtasks | reps | LLM round trips | forge requests | wall ms | wall minus LLM ms | CPU ms | peak RSS MiB |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let mut tokens20 = None;
+    let (mut tokens20, mut trips20) = (None, 0);
     // Each size's files are removed after the last size is measured, not before the next one
     // starts (see `World::fresh_checkout`).
     let mut finished = Vec::new();
@@ -172,8 +176,7 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
             }
         }
         if n == 20 {
-            report.set("cycle20_llm_round_trips", trips as f64);
-            report.set("cycle20_forge_requests", forge_requests as f64);
+            trips20 = trips;
             // What the zero-latency cycle takes, against what its calls take at 1 s each.
             report.set("overhead_share_1s", wall.median() / (trips as f64 * 1000.0));
         }
@@ -194,30 +197,21 @@ fn cycles(quick: bool, template: &mut String, report: &mut Report) {
     println!();
     drop(finished);
     if let Some(t) = tokens20 {
-        report.set("cycle20_prompt_tokens", t.prompt_tokens as f64);
-        report.set("plan_round_trips", t.to_validated_plan as f64);
-        report.set(
-            "reflection_prompt_tokens",
-            t.reflection_prompt_tokens
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0) as f64,
-        );
-        report.set("cacheable_prefix_share", t.previous_prefix_share);
         println!("Tokens of the 20-subtask cycle (single-call planning):\n");
         token_table_header();
         token_row("synthetic, 20 subtasks", "single call", &t);
         println!();
         by_kind("20 subtasks", &t);
     }
+    trips20
 }
 
-/// The 20-subtask cycle in a repository with a 4 KiB `AGENTS.md` (issue 38): the instructions
-/// head every request's system prompt, so the cacheable prefix share stays at 0.8 or more.
+/// The checked 20-subtask cycle in a repository with a 4 KiB `AGENTS.md` (issue 38): the
+/// instructions head every request's system prompt, so the cacheable prefix share stays at 0.8 or
+/// more.
 fn instructions_prefix_share() {
-    let llm = scenario::cycle_llm(20, Duration::ZERO);
-    let mut world = World::with_agents_md(4096);
+    let llm = scenario::checked_cycle_llm(20, checked::CHECK, Duration::ZERO);
+    let mut world = checked::world().agents_md(4096);
     let run = run_cycle(&mut world, &llm, Path::new(world::REPLAN), 20);
     assert!(
         run.requests
@@ -226,9 +220,13 @@ fn instructions_prefix_share() {
         "the AGENTS.md is in every request"
     );
     let t = analyse(&from_wire(&run.requests));
-    println!("Tokens of the 20-subtask cycle with a 4 KiB `AGENTS.md`:\n");
+    println!("Tokens of the checked 20-subtask cycle with a 4 KiB `AGENTS.md`:\n");
     token_table_header();
-    token_row("synthetic, 20 subtasks, 4 KiB AGENTS.md", "single call", &t);
+    token_row(
+        "synthetic, 20 subtasks, `notes` check, 4 KiB AGENTS.md",
+        "single call",
+        &t,
+    );
     println!();
     assert!(
         t.previous_prefix_share >= 0.8,

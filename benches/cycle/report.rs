@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 /// Every key is written, in this order; every run measures all of them, so a missing one is a
 /// bench bug and panics at the end.
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 18] = [
     "critical_path_efficiency",
     "overhead_share_1s",
     "fanout_300_matrices",
@@ -14,6 +14,10 @@ pub const KEYS: [&str; 14] = [
     "cycle20_llm_round_trips",
     "cycle20_prompt_tokens",
     "cycle20_forge_requests",
+    "cycle20_checks_run",
+    "cycle20_check_ms",
+    "cycle20_check_share",
+    "cycle20_checks_added_ms",
     "plan_round_trips",
     "reflection_prompt_tokens",
     "cacheable_prefix_share",

@@ -93,7 +93,21 @@ pub fn cycle_scenario(n: usize) -> Scenario {
 
 /// The scripted model of `chains` independent chains over `n` subtasks.
 pub fn chains_scenario(n: usize, chains: usize) -> Scenario {
-    let plan = plan_of_chains(n, chains).to_string();
+    scenario_of(plan_of_chains(n, chains), n)
+}
+
+/// The 20-subtask cycle's model when the repository has the `each_task` check `check` (issue
+/// 37): the plan maps its success criterion to that check, as the planning prompt asks.
+pub fn checked_cycle_scenario(n: usize, check: &str) -> Scenario {
+    let mut plan = plan_json(n);
+    plan["goal_understanding"]["criteria_evidence"] =
+        json!([{"criterion": "every notes file exists", "evidence": check, "reason": ""}]);
+    scenario_of(plan, n)
+}
+
+/// The steps that answer every call of a cycle whose planning reply is `plan` (`n` subtasks).
+fn scenario_of(plan: Value, n: usize) -> Scenario {
+    let plan = plan.to_string();
     let steps = vec![
         step("Produce the planning phases", plan.clone()),
         // Before the decision step: execute turns quote the decision format too.
@@ -155,6 +169,19 @@ pub fn execute_step() -> Dynamic {
 /// `latency` (zero: at once).
 pub fn cycle_llm(n: usize, latency: std::time::Duration) -> crate::llm::ScriptedLlm {
     crate::llm::ScriptedLlm::answering_after(latency, cycle_scenario(n), Some(execute_step()))
+}
+
+/// [`cycle_llm`] for a repository whose `verify` has the `each_task` check `check`.
+pub fn checked_cycle_llm(
+    n: usize,
+    check: &str,
+    latency: std::time::Duration,
+) -> crate::llm::ScriptedLlm {
+    crate::llm::ScriptedLlm::answering_after(
+        latency,
+        checked_cycle_scenario(n, check),
+        Some(execute_step()),
+    )
 }
 
 /// The scripted model of `chains` independent chains over `n` subtasks, answering every call

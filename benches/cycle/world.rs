@@ -62,16 +62,20 @@ impl World {
         }
     }
 
-    /// A world whose repository keeps an `AGENTS.md` of `bytes` bytes (issue 38: the
+    /// This world with an `AGENTS.md` of `bytes` bytes committed on `main` (issue 38: the
     /// repository's instructions join every request's system prompt).
-    pub fn with_agents_md(bytes: usize) -> Self {
-        let world = World::new();
+    pub fn agents_md(self, bytes: usize) -> Self {
         let line = "- Keep each change small and run the formatter before committing it.\n";
         let text: String = line.repeat(bytes / line.len() + 1)[..bytes].to_owned();
-        world.checkout.write("AGENTS.md", &text);
-        world.checkout.commit_all("agent instructions");
-        world.checkout.run_git(&["push", "-q", "origin", "main"]);
-        world
+        self.committed("AGENTS.md", &text, "agent instructions")
+    }
+
+    /// This world with `path` holding `text` on `main` (e.g. a `.replan.yml` with `verify`).
+    pub fn committed(self, path: &str, text: &str, message: &str) -> Self {
+        self.checkout.write(path, text);
+        self.checkout.commit_all(message);
+        self.checkout.run_git(&["push", "-q", "origin", "main"]);
+        self
     }
 
     /// A new issue opened by a collaborator, and the event payload that announces it.

@@ -5,6 +5,9 @@
 #[allow(dead_code)] // the bench's JSON writer; only its list of keys is read here
 mod bench_report;
 
+#[path = "../../benches/cycle/targets.rs"]
+mod bench_targets;
+
 const MAX_LINES: usize = 250;
 
 fn page() -> String {
@@ -39,4 +42,21 @@ fn benchmarks_md_names_every_key_the_bench_writes() {
 fn the_retired_overhead_key_is_gone() {
     assert!(!bench_report::KEYS.contains(&"cycle20_overhead_ms"));
     assert!(!page().contains("cycle20_overhead_ms"));
+}
+
+/// The LLM-economy targets the bench fails on are the targets the page shows.
+#[test]
+fn benchmarks_md_shows_the_targets_the_bench_asserts() {
+    let text = page();
+    for (key, target) in bench_targets::on_the_page() {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{key}` |")))
+            .unwrap_or_else(|| panic!("BENCHMARKS.md has no row for `{key}`"));
+        let shown = row.split('|').nth(3).map(str::trim).unwrap_or_default();
+        assert_eq!(
+            shown, target,
+            "BENCHMARKS.md shows the target of `{key}` as `{shown}`; the bench asserts `{target}`"
+        );
+    }
 }

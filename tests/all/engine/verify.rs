@@ -12,6 +12,9 @@ use crate::github::local_run::{checkout, local_command_on};
 use crate::support::TestRepo;
 use crate::support::llm_server::LlmServer;
 
+/// A passing check costs no model call (the 20-subtask bench's economy, issue 37).
+mod round_trips;
+
 /// The base plan with its criteria mapped to evidence: `hello.md exists` by the `hello` check,
 /// the pull request by a person.
 const MAPPED_PLAN: &str = r#"
