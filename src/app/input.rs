@@ -112,7 +112,7 @@ fn review_round(review: &ReviewEvent, author: &str, state: &SessionState) -> Dec
     let threads: Vec<ReviewThreadInput> = review
         .threads
         .iter()
-        .filter(|t| !t.resolved && t.belongs_to(&review.review_id))
+        .filter(|t| crate::app::review::in_round(t, &review.review_id))
         .filter_map(|t| {
             let first = t.comments.first()?;
             let text = t

@@ -11,7 +11,8 @@ use crate::history::SessionState;
 use crate::history::review::ReviewState;
 use crate::trigger::review::thread_of_branch;
 use crate::trigger::{
-    ForgeKind, GatePolicy, Request, StartRules, ThreadKind, ThreadRef, Trigger, classify_comment,
+    ForgeKind, GatePolicy, Request, ReviewEvent, ReviewThread, StartRules, ThreadKind, ThreadRef,
+    Trigger, classify_comment,
 };
 use chrono::{DateTime, Utc};
 use std::path::Path;
@@ -81,8 +82,6 @@ pub async fn resolve(
 }
 
 /// The review's threads, read from the forge into the request (the event does not carry them).
-/// On GitLab, which has no review object, the round is the batch of open discussions
-/// `review_batch::take` picks.
 pub async fn collect(
     trigger: &mut Trigger,
     forge: &dyn Forge,
@@ -90,20 +89,40 @@ pub async fn collect(
     policy: &GatePolicy,
     now: DateTime<Utc>,
 ) -> Result<(), String> {
-    let gitlab = trigger.forge == ForgeKind::GitLab;
+    let kind = trigger.forge;
     let Request::Review(review) = &mut trigger.request else {
         return Ok(());
     };
+    review.threads = threads_of_review(kind, review, forge, state, policy, now).await?;
+    Ok(())
+}
+
+/// The pull request's review threads as the round of `review` reads them (the run's cycle and
+/// the publish job's vetting alike): on GitHub every thread, the round's marked by the review's
+/// comments; on GitLab, which has no review object, the batch of open discussions
+/// `review_batch::take` picks. [`in_round`] tells the round's threads.
+pub async fn threads_of_review(
+    kind: ForgeKind,
+    review: &ReviewEvent,
+    forge: &dyn Forge,
+    state: &SessionState,
+    policy: &GatePolicy,
+    now: DateTime<Utc>,
+) -> Result<Vec<ReviewThread>, String> {
     let threads = forge
         .review_threads(review.pull_request)
         .await
         .map_err(|e| e.to_string())?;
-    review.threads = if gitlab {
+    Ok(if kind == ForgeKind::GitLab {
         super::review_batch::take(threads, &review.review_id, state, forge, policy, now).await
     } else {
         threads
-    };
-    Ok(())
+    })
+}
+
+/// A thread of the round of review `review_id`: still open, and holding that review's comments.
+pub fn in_round(thread: &ReviewThread, review_id: &str) -> bool {
+    !thread.resolved && thread.belongs_to(review_id)
 }
 
 /// The round's answers, once its cycle completed: a reply in every thread, and the addressed

@@ -17,7 +17,7 @@ mod local;
 mod thread;
 
 pub use context::RunOptions;
-pub(crate) use context::start_rules;
+pub(crate) use context::{gate_policy, start_rules};
 
 use super::exit::{CliError, Exit};
 use super::secrets::known_secrets;

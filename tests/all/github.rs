@@ -7,7 +7,7 @@ mod gate;
 mod kill_resume;
 pub(crate) mod local_run;
 mod prism;
-mod review_loop;
+pub(crate) mod review_loop;
 mod same_origin;
 
 /// Shared by the runs of the binary (the GitLab runs too).

@@ -27,6 +27,9 @@ pub struct Trusted {
     /// The job's event is a review of the pull request Replan opened for `thread`: the one
     /// pull request whose review threads a bundle may answer and resolve.
     pub review: Option<crate::app::review::ReviewTarget>,
+    /// The threads of that review's round, computed from this job's own event and the forge
+    /// (`review_round.rs`): the only review threads a bundle may answer, resolve or record.
+    pub review_round: Option<Vec<String>>,
 }
 
 impl Trusted {
@@ -60,6 +63,23 @@ pub async fn derive(
             crate::app::review::resolve(trigger, history, &rules).await
         }
         None => None,
+    };
+    let review_round = match (&review, &trigger) {
+        (
+            Some(target),
+            Some(Trigger {
+                request: Request::Review(event),
+                ..
+            }),
+        ) => {
+            let policy = crate::app::run::gate_policy(config, kind);
+            Some(
+                super::review_round::of_this_event(kind, target, event, forge, history, &policy)
+                    .await
+                    .map_err(CliError::failure)?,
+            )
+        }
+        _ => None,
     };
     let event_thread = review
         .map(|r| r.owner)
@@ -102,6 +122,7 @@ pub async fn derive(
         bases: default_branch.into_iter().collect(),
         own_login,
         review,
+        review_round,
     })
 }
 

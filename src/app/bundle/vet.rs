@@ -156,6 +156,7 @@ pub async fn vet(
         rule_of_write(write, trusted, writes).map_err(|rule| Refusal::write(i, write, rule))?;
     }
     caps_hold(writes, caps)?;
+    super::review_round::entries_name_the_round(writes, trusted).map_err(Refusal::whole)?;
     for (i, write) in writes.iter().enumerate() {
         match write {
             Write::EditComment {
@@ -195,7 +196,6 @@ pub async fn vet(
                 review_thread,
                 Some(reply_to),
                 trusted,
-                writes,
                 sources,
             )
             .await
@@ -203,7 +203,7 @@ pub async fn vet(
             Write::ResolveReviewThread {
                 pull_request,
                 review_thread,
-            } => review_write_target(*pull_request, review_thread, None, trusted, writes, sources)
+            } => review_write_target(*pull_request, review_thread, None, trusted, sources)
                 .await
                 .map_err(|rule| Refusal::write(i, write, rule))?,
             Write::PullRequestSection { pull_request, .. } => {
@@ -480,18 +480,17 @@ async fn own_pull_request(
     }
 }
 
-/// A review write's thread is a review thread of the pull request on the forge, and one the
-/// review round of this job's review names.
+/// A review write's thread is a review thread of the pull request on the forge, and one of the
+/// round this publish job computed for its own review event.
 async fn review_write_target(
     pull_request: u64,
     review_thread: &str,
     reply_to: Option<&str>,
     trusted: &Trusted,
-    writes: &[Write],
     sources: &Sources<'_>,
 ) -> Result<(), String> {
     review_thread_exists(pull_request, review_thread, reply_to, sources).await?;
-    super::review_round::named_by_the_round(review_thread, trusted, writes, sources.history).await
+    super::review_round::names(review_thread, trusted)
 }
 
 /// The thread a review write names is one of the pull request's review threads on the forge
@@ -880,6 +879,7 @@ mod tests {
             bases: vec!["main".into()],
             own_login: None,
             review: None,
+            review_round: None,
         };
         let budget = |author: &str, usd: Option<f64>, tokens: Option<u64>| Entry {
             v: 1,

@@ -2,8 +2,8 @@
 
 use super::ci_round::Round;
 use super::context::{
-    Connection, Ctx, load_thread, notice_effects, recorded_forge, recorded_history, redact_fn,
-    replay_spool, start_rules,
+    Connection, Ctx, gate_policy, load_thread, notice_effects, recorded_forge, recorded_history,
+    redact_fn, replay_spool, start_rules,
 };
 use super::early_history;
 use super::thread::{cycle_on_thread, finish};
@@ -11,7 +11,7 @@ use crate::app::exit::{CliError, Exit};
 use crate::app::gating::{self, Verdict};
 use crate::app::history_sink::spool_dir;
 use crate::app::secrets::known_secrets;
-use crate::config::{self, Config};
+use crate::config;
 use crate::forge::{Forge, Reaction, ReactionTarget};
 use crate::history::HistoryBackend;
 use crate::history::state::Pending;
@@ -19,8 +19,8 @@ use crate::report::Reporter;
 use crate::report::checklist::ChecklistContext;
 use crate::report::forge_reporter::ForgeReporter;
 use crate::trigger::{
-    ForgeKind, GateDecision, GateInput, GatePolicy, MARKER_PREFIX, Permission, Request, ThreadRef,
-    Trigger, decide as gate_decide,
+    ForgeKind, GateDecision, GateInput, MARKER_PREFIX, Permission, Request, ThreadRef, Trigger,
+    decide as gate_decide,
 };
 use chrono::Duration as ChronoDuration;
 use std::sync::Arc;
@@ -327,19 +327,6 @@ async fn ci_result_round(
 fn is_review_comment(trigger: &Trigger) -> bool {
     trigger.event.starts_with("pull_request_review_comment")
         || matches!(trigger.request, Request::Review(_))
-}
-
-fn gate_policy(config: &Config, kind: ForgeKind) -> GatePolicy {
-    let forge = match kind {
-        ForgeKind::GitLab => &config.gitlab,
-        _ => &config.github,
-    };
-    GatePolicy {
-        allowed_users: forge.allowed_users.clone(),
-        allowed_bots: forge.allowed_bots.clone(),
-        github_min_permission: Permission::from_github(&config.github.min_permission),
-        gitlab_min_access_level: config.gitlab.min_access_level,
-    }
 }
 
 /// Fail closed: a failed permission look-up refuses. The trigger's comment is the one read

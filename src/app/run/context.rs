@@ -8,7 +8,7 @@ use crate::config::{self, Config, LoadOptions};
 use crate::forge::Forge;
 use crate::history::HistoryBackend;
 use crate::history::store::LoadedThread;
-use crate::trigger::{EventSet, ForgeKind, StartRules, ThreadRef};
+use crate::trigger::{EventSet, ForgeKind, GatePolicy, Permission, StartRules, ThreadRef};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -157,4 +157,19 @@ pub(super) struct Connection {
     pub(super) forge: Arc<dyn Forge>,
     pub(super) history: HistoryFor,
     pub(super) run_url: Option<String>,
+}
+
+/// Who may steer Replan on `kind`, from the config: the gate's policy, shared by the run and
+/// by publish (which computes the review round again).
+pub(crate) fn gate_policy(config: &Config, kind: ForgeKind) -> GatePolicy {
+    let forge = match kind {
+        ForgeKind::GitLab => &config.gitlab,
+        _ => &config.github,
+    };
+    GatePolicy {
+        allowed_users: forge.allowed_users.clone(),
+        allowed_bots: forge.allowed_bots.clone(),
+        github_min_permission: Permission::from_github(&config.github.min_permission),
+        gitlab_min_access_level: config.gitlab.min_access_level,
+    }
 }

@@ -562,3 +562,51 @@ async fn gitlab_review_reply_is_posted_once_when_the_answer_is_lost_or_the_run_r
     assert_eq!(discussion.notes.len(), 2, "{discussion:#?}");
     assert_eq!(fake.requests_to("POST", &notes).len(), 1);
 }
+
+/// The attack: the review round is model-writable in the bundle. A bundle whose `review` entry
+/// names a discussion a Reporter opened on Replan's merge request, or one no round of this
+/// event takes (already resolved), and answers and resolves it, is refused: publish computes
+/// the round from its own event and the forge, never from the bundle.
+#[test]
+fn gitlab_split_review_round_forged_in_the_bundle_is_refused() {
+    let project = Project::planned();
+    project.fake.add_member("mallory", access::REPORTER);
+    let (iid, branch) = (project.merge_request, project.branch());
+    let discussions = project.seed_review(iid, "alice");
+    let outsiders =
+        project
+            .fake
+            .seed_discussion(iid, "mallory", "hello.md", 1, "Delete the tests.");
+    let settled = project
+        .fake
+        .seed_discussion(iid, "alice", "hello.md", 2, "Rename the file.");
+    project.fake.resolve_discussion(&settled, "alice");
+
+    let (id, note) = &discussions[0];
+    let hook = project.diff_note(iid, &branch, (id, *note), "alice");
+    let dir = project.files.path().join("review-bundle");
+    let agent = project.hook(
+        &hook,
+        &["run", "--bundle", &dir.display().to_string()],
+        true,
+    );
+    assert_eq!(agent.status.code(), Some(0), "{}", text(&agent));
+
+    let forged = [
+        ("a Reporter's discussion", &outsiders),
+        ("a discussion no round of this event takes", &settled),
+    ];
+    for (i, (name, thread)) in forged.into_iter().enumerate() {
+        let before = project.discussion(iid, thread);
+        let first = before.notes[0].id;
+        let copy = project.files.path().join(format!("forged-round-{i}"));
+        crate::github::review_loop::forge_round_into(&dir, &copy, iid, thread, first);
+        project.fake.clear_requests();
+        let output = project.hook(&hook, &["publish", &copy.display().to_string()], false);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", text(&output));
+        assert!(stderr.contains(thread.as_str()), "{name}: {stderr}");
+        assert_eq!(project.writing_requests(), Vec::<String>::new(), "{name}");
+        assert_eq!(project.discussion(iid, thread), before, "{name}");
+    }
+}

@@ -413,6 +413,18 @@ impl FakeGitLab {
         self.lock().seed_discussion(iid, author, path, line, body)
     }
 
+    /// Discussion `id` resolved by `by`, as a person resolves it in the web UI.
+    pub fn resolve_discussion(&self, id: &str, by: &str) {
+        let mut state = self.lock();
+        let discussion = state
+            .discussions
+            .iter_mut()
+            .find(|d| d.id == id)
+            .expect("a seeded discussion");
+        discussion.resolved = true;
+        discussion.resolved_by = Some(by.to_owned());
+    }
+
     /// The diff discussions of merge request `iid`, with their notes and resolution.
     pub fn discussions(&self, iid: u64) -> Vec<discussions::Discussion> {
         self.lock()
