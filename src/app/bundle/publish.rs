@@ -448,6 +448,13 @@ impl Publishing {
                 }
             }
             Write::History { thread, entries } => {
+                // Lines name what the writes before them made; after a failed one they would
+                // keep its placeholder and come out different from the re-run's, so twice.
+                if !self.failures.is_empty() {
+                    return self.failed(format!(
+                        "history of {thread}: not appended after a failed write; re-run publish to write both"
+                    ));
+                }
                 let entries = match self.history_entries(entries) {
                     Ok(entries) => entries,
                     Err(e) => return self.failed(format!("history of {thread}: {e}")),
