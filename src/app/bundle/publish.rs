@@ -2,6 +2,8 @@
 //! with no LLM and no code from the checkout. Everything is checked again on the way out: each
 //! text is redacted with this job's secrets, the checklist comment is found here (only one that
 //! Replan wrote, or that the history names, is edited), and the branch must apply to the checkout.
+//! A re-run publish (a retried job, or the same bundle twice) ends as one publish: every create
+//! is keyed and looked up first, and history lines already on the branch are not appended again.
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch, digest, vet};
 use crate::app::exit::{CliError, Exit};
