@@ -205,3 +205,52 @@ fn a_bundle_directory_inside_the_checkout_stays_out_of_the_pull_request() {
     assert!(files.lines().any(|f| f == "hello.md"), "{files}");
     assert!(!files.contains("replan-bundle"), "{files}");
 }
+
+/// What a user sees of a local publish: the thread's comments and reactions, the history file,
+/// the pull requests and the branches on `origin`.
+fn forge_state(checkout: &TestRepo, origin: &TestRepo) -> (String, String, String, String) {
+    (
+        checkout.read(".replan/threads/issues-7.json"),
+        checkout.read(HISTORY),
+        checkout.read(PULLS),
+        origin.run_git(&["for-each-ref", "--format=%(refname) %(objectname)"]),
+    )
+}
+
+#[test]
+fn publishing_the_same_bundle_twice_leaves_what_one_publish_leaves() {
+    let llm = LlmServer::start(scenario(""));
+    let (origin, split) = checkout();
+    let outside = TempDir::new().unwrap();
+    let dir = outside.path().join("bundle");
+    run_issue(&llm, &split, Some(&dir));
+    let publish = || {
+        replan(&llm, split.path())
+            .arg("publish")
+            .arg(&dir)
+            .args(["--issue", "7"])
+            .output()
+            .unwrap()
+    };
+
+    let first = publish();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let once = forge_state(&split, &origin);
+    // A re-run of the publish job (the same bundle, the same workspace).
+    let again = publish();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let twice = forge_state(&split, &origin);
+
+    let lines = |history: &str| history.lines().count();
+    assert_eq!(
+        lines(&twice.1),
+        lines(&once.1),
+        "history lines:\n{}",
+        twice.1
+    );
+    assert_eq!(twice.1, once.1, "the history file");
+    assert_eq!(twice.0, once.0, "the thread's comments and reactions");
+    assert_eq!(twice.2, once.2, "the pull requests");
+    assert_eq!(twice.3, once.3, "the branches on origin");
+    assert_eq!(pulls(&split).as_array().unwrap().len(), 1);
+}

@@ -2,6 +2,8 @@
 //! with no LLM and no code from the checkout. Everything is checked again on the way out: each
 //! text is redacted with this job's secrets, the checklist comment is found here (only one that
 //! Replan wrote, or that the history names, is edited), and the branch must apply to the checkout.
+//! A re-run publish (a retried job, or the same bundle twice) ends as one publish: every create
+//! is keyed and looked up first, and history lines already on the branch are not appended again.
 
 use super::{Manifest, OUTPUTS, PLACEHOLDER_PREFIX, SUMMARY, Write, branch, digest, vet};
 use crate::app::exit::{CliError, Exit};
@@ -10,6 +12,7 @@ use crate::app::workspace::resolve_workspace;
 use crate::config::{self, Config, LoadOptions};
 use crate::forge::github::{GitHubClient, GitHubForge, GitHubHistory, GitHubSettings};
 use crate::forge::local::LocalForge;
+use crate::forge::marker;
 use crate::forge::{Comment, CommentRef, Forge, ReactionTarget, ReviewThreadRef};
 use crate::history::{Entry, HistoryBackend, LocalHistory, jsonl};
 // Every byte publish sends passes the one redactor, with this job's secrets added.
@@ -60,6 +63,7 @@ pub async fn publish(
         .digest
         .or_else(|| env.get(digest::DIGEST_ENV).cloned());
     digest::check(&dir, expected.as_deref()).map_err(CliError::failure)?;
+    let bundle_digest = digest::of_dir(&dir).map_err(CliError::failure)?;
     let manifest = vet::read_manifest(&dir, &config.publish).map_err(|refusal| {
         if refusal.usage {
             CliError::usage(refusal.message)
@@ -113,9 +117,10 @@ pub async fn publish(
         history_commit: None,
         failures: Vec::new(),
         pull_requests: BTreeMap::new(),
+        bundle_digest,
     };
-    for write in &manifest.writes {
-        publisher.perform(write, &manifest.writes).await;
+    for (index, write) in manifest.writes.iter().enumerate() {
+        publisher.perform(index, write, &manifest.writes).await;
     }
     publisher.step_files(&dir, &env);
     tracing::info!(
@@ -266,6 +271,8 @@ struct Publishing {
     failures: Vec<String>,
     /// Placeholder → the number of the pull request publishing it opened.
     pull_requests: BTreeMap<String, u64>,
+    /// Keys the writes that carry no idempotency marker of their own.
+    bundle_digest: String,
 }
 
 impl Publishing {
@@ -279,22 +286,43 @@ impl Publishing {
         self.failures.push(what);
     }
 
-    async fn perform(&mut self, write: &Write, all: &[Write]) {
+    /// The idempotency key of write `index`: the one its text carries (the agent's tool put it
+    /// there), else one from the bundle's digest and the write's place in it. A re-run publish
+    /// finds what an earlier attempt created under this key instead of creating it again.
+    fn key_of(&self, index: usize, text: &str) -> String {
+        match marker::key_in(text) {
+            Some(key) => key.to_owned(),
+            None => marker::key_for(&[&self.bundle_digest, "write", &index.to_string()]),
+        }
+    }
+
+    async fn perform(&mut self, index: usize, write: &Write, all: &[Write]) {
         let forge = self.target.forge.clone();
         match write {
             Write::Comment {
                 thread,
                 placeholder,
                 body,
-            } => match forge
-                .post_comment(thread, &redact(&self.resolve(body)))
-                .await
-            {
-                Ok(comment) => {
-                    self.ids.insert(placeholder.clone(), comment.id);
+            } => {
+                let body = redact(&self.resolve(body));
+                let key = self.key_of(index, &body);
+                // A listing that fails posts nothing: the comment could be there already.
+                let posted = match marker::find_comment(forge.as_ref(), thread, &key).await {
+                    Ok(Some(earlier)) => Ok(earlier),
+                    Ok(None) => {
+                        forge
+                            .post_comment(thread, &marker::with_marker(&body, &key))
+                            .await
+                    }
+                    Err(e) => Err(e),
+                };
+                match posted {
+                    Ok(comment) => {
+                        self.ids.insert(placeholder.clone(), comment.id);
+                    }
+                    Err(e) => self.failed(format!("a comment on {thread}: {e}")),
                 }
-                Err(e) => self.failed(format!("a comment on {thread}: {e}")),
-            },
+            }
             Write::EditComment {
                 thread,
                 comment_id,
@@ -348,7 +376,14 @@ impl Publishing {
                 let mut request = request.clone();
                 request.title = redact(&request.title);
                 request.body = redact(&self.resolve(&request.body));
-                match forge.open_pull_request(&request).await {
+                let key = self.key_of(index, &request.body);
+                request.body = marker::with_marker(&request.body, &key);
+                let opened = match forge.find_pull_request(&key).await {
+                    Ok(Some(earlier)) => Ok(earlier),
+                    Ok(None) => forge.open_pull_request(&request).await,
+                    Err(e) => Err(e),
+                };
+                match opened {
                     Ok(opened) => {
                         // The tool told the model "opened pull request #0 (<placeholder>)".
                         self.ids.insert(
@@ -375,7 +410,7 @@ impl Publishing {
                 };
                 let body = redact(&self.resolve(body));
                 // A retried publish finds the reply an earlier attempt posted by its key.
-                if let Err(e) = crate::forge::marker::reply_once(forge.as_ref(), at, &body).await {
+                if let Err(e) = marker::reply_once(forge.as_ref(), at, &body).await {
                     self.failed(format!("the reply in review thread {review_thread}: {e}"));
                 }
             }
@@ -415,7 +450,19 @@ impl Publishing {
                 }
             }
             Write::History { thread, entries } => {
+                // Lines name what the writes before them made; after a failed one they would
+                // keep its placeholder and come out different from the re-run's, so twice.
+                if !self.failures.is_empty() {
+                    return self.failed(format!(
+                        "history of {thread}: not appended after a failed write; re-run publish to write both"
+                    ));
+                }
                 let entries = match self.history_entries(entries) {
+                    Ok(entries) => entries,
+                    Err(e) => return self.failed(format!("history of {thread}: {e}")),
+                };
+                let entries = match self.not_yet_appended(thread, entries).await {
+                    Ok(entries) if entries.is_empty() => return,
                     Ok(entries) => entries,
                     Err(e) => return self.failed(format!("history of {thread}: {e}")),
                 };
@@ -440,6 +487,33 @@ impl Publishing {
             .collect()
     }
 
+    /// The entries whose line (without its `seq`: run id, time and content) is not on the
+    /// thread's history yet; an earlier attempt at this publish appended the others.
+    async fn not_yet_appended(
+        &self,
+        thread: &ThreadRef,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<Entry>, String> {
+        let loaded = self
+            .target
+            .history
+            .load(thread)
+            .await
+            .map_err(|e| format!("reading it to find lines already appended: {e}"))?;
+        let present: BTreeSet<String> = loaded
+            .text
+            .lines()
+            .filter_map(jsonl::idempotency_key)
+            .collect();
+        Ok(entries
+            .into_iter()
+            .filter(|entry| {
+                jsonl::idempotency_key(&jsonl::to_line(entry))
+                    .is_none_or(|key| !present.contains(&key))
+            })
+            .collect())
+    }
+
     /// Create or update the thread's checklist once, with the last body the agent rendered.
     async fn checklist(&mut self, thread: ThreadRef, all: &[Write]) {
         let mut placeholders = Vec::new();
@@ -462,7 +536,9 @@ impl Publishing {
         let body = redact(&body.unwrap_or_default());
         let forge = self.target.forge.clone();
         let id = match self.existing_checklist(&thread).await {
-            Some(id) => match forge
+            // An earlier attempt at this publish left this very text: nothing to edit.
+            Some(existing) if existing.body == body => existing.id,
+            Some(Comment { id, .. }) => match forge
                 .update_comment(
                     CommentRef {
                         thread: &thread,
@@ -487,7 +563,7 @@ impl Publishing {
 
     /// The checklist comment to edit: the one the history names, else one Replan wrote. A
     /// comment someone else wrote is never edited, whatever the bundle says.
-    async fn existing_checklist(&self, thread: &ThreadRef) -> Option<String> {
+    async fn existing_checklist(&self, thread: &ThreadRef) -> Option<Comment> {
         let recorded = crate::history::store::load(self.target.history.as_ref(), thread)
             .await
             .ok()
@@ -502,7 +578,7 @@ impl Publishing {
                     .filter(is_checklist)
                     .find(|c| self.is_own(c))
             })
-            .map(|c| c.id.clone())
+            .cloned()
     }
 
     /// Written by Replan's own login; "any bot" is not Replan.

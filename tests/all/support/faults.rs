@@ -196,6 +196,10 @@ impl FaultQueue {
         self.faults.push(fault);
     }
 
+    pub fn clear(&mut self) {
+        self.faults.clear();
+    }
+
     pub fn pending(&self) -> usize {
         self.faults.iter().map(|fault| fault.times).sum()
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{BRANCH, World, checklist_of, text};
 use crate::support::TestRepo;
 use crate::support::fake_github::DEFAULT_ACTOR;
+use crate::support::faults::Fault;
 use crate::support::history_shape::history_shape;
 use replan::app::bundle::{Manifest, Write};
 
@@ -240,7 +241,7 @@ fn github_split_publish_masks_secrets_the_bundle_carries() {
     assert!(
         comments
             .iter()
-            .any(|c| c.body.ends_with("the token is ***")),
+            .any(|c| c.body.lines().any(|l| l.ends_with("the token is ***"))),
         "{comments:#?}"
     );
     for request in world.fake.requests() {
@@ -251,4 +252,78 @@ fn github_split_publish_masks_secrets_the_bundle_carries() {
             request.path
         );
     }
+}
+
+/// What a user sees after a publish: the thread's comments, the reactions, the pull requests
+/// (head and body), the history file's lines and the pushed branch.
+fn published_state(world: &World, number: u64) -> Vec<String> {
+    let mut state: Vec<String> = world
+        .fake
+        .comments(number)
+        .into_iter()
+        .map(|c| format!("comment by {}: {}", c.user, c.body))
+        .collect();
+    state.extend(
+        world
+            .fake
+            .reactions()
+            .into_iter()
+            .map(|r| format!("reaction {}", r.content)),
+    );
+    state.extend(
+        world
+            .fake
+            .pull_requests()
+            .into_iter()
+            .map(|p| format!("pull request {} {}", p.head, p.body)),
+    );
+    state.extend(world.history(number).lines().map(str::to_owned));
+    state.push(format!(
+        "branch {:?}",
+        origin_branch(&world._origin, number)
+    ));
+    state
+}
+
+/// "Re-run failed jobs" on a publish that failed halfway (GitHub answered 500 to opening the
+/// pull request, after the comments and the push went out), then a second re-run: one of each.
+#[test]
+fn github_split_publish_rerun_after_a_failure_halfway_leaves_one_of_each_write() {
+    let (world, number) = world_with_issue();
+    let (env, dir) = agent_job(&world, number);
+    world
+        .fake
+        .push_fault(Fault::server_error("POST", "/repos/octo/widgets/pulls").times(50));
+    let failed = world.run_args(&env, &[OsString::from("publish"), dir.clone().into()]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        !world.fake.comments(number).is_empty(),
+        "the first attempt got halfway"
+    );
+    world.fake.clear_faults();
+
+    publish_job(&world, &env, &dir);
+    let once = published_state(&world, number);
+    publish_job(&world, &env, &dir);
+    let twice = published_state(&world, number);
+
+    // The same bundle published once, cleanly, in a world of its own.
+    let (clean, clean_number) = world_with_issue();
+    let (clean_env, clean_dir) = agent_job(&clean, clean_number);
+    publish_job(&clean, &clean_env, &clean_dir);
+    let comments = |w: &World, n: u64| -> Vec<String> {
+        w.fake
+            .comments(n)
+            .into_iter()
+            .map(|c| c.body.lines().next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(comments(&world, number), comments(&clean, clean_number));
+    assert_eq!(world.fake.pull_requests().len(), 1);
+    assert_eq!(world.fake.reactions().len(), clean.fake.reactions().len());
+    assert_eq!(
+        history_shape(&world.history(number)),
+        history_shape(&clean.history(clean_number))
+    );
+    assert_eq!(twice, once, "a second re-run changes nothing");
 }

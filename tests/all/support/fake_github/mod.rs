@@ -579,6 +579,11 @@ impl FakeGitHub {
         self.lock().faults.push(fault);
     }
 
+    /// Drop the faults not used up yet: the forge is well again.
+    pub fn clear_faults(&self) {
+        self.lock().faults.clear();
+    }
+
     /// Faults not used up yet (summed over their remaining counts).
     pub fn pending_faults(&self) -> usize {
         self.lock().faults.pending()
