@@ -12,6 +12,7 @@ pub mod digest;
 pub(crate) mod publish;
 pub(crate) mod record;
 mod review_round;
+mod review_vet;
 pub(crate) mod trusted;
 pub mod vet;
 

@@ -156,7 +156,7 @@ pub async fn vet(
         rule_of_write(write, trusted, writes).map_err(|rule| Refusal::write(i, write, rule))?;
     }
     caps_hold(writes, caps)?;
-    super::review_round::entries_name_the_round(writes, trusted).map_err(Refusal::whole)?;
+    super::review_vet::entries_name_the_round(writes, trusted).map_err(Refusal::whole)?;
     for (i, write) in writes.iter().enumerate() {
         match write {
             Write::EditComment {
@@ -490,7 +490,7 @@ async fn review_write_target(
     sources: &Sources<'_>,
 ) -> Result<(), String> {
     review_thread_exists(pull_request, review_thread, reply_to, sources).await?;
-    super::review_round::names(review_thread, trusted)
+    super::review_vet::names(review_thread, trusted)
 }
 
 /// The thread a review write names is one of the pull request's review threads on the forge
