@@ -13,43 +13,51 @@ use crate::support::fake_github::reviews::SeedComment;
 
 /// The revised plan keeps the two done tasks and adds two: write the file the review asks for,
 /// and push it to the pull request. The completion answers the four threads.
-const REVIEW_SCRIPT: &str = r#"
+/// The revised plan keeps the two done tasks and adds two: write the file the review asks for,
+/// and update the pull (`request`: "pull request") or merge request. The completion answers the
+/// four review threads: three addressed, the fourth a question left open.
+pub(crate) fn review_script(request: &str, threads: [&str; 4]) -> String {
+    let [t1, t2, t3, t4] = threads;
+    format!(
+        r#"
 mode: matched
 steps:
-  - when: { contains: "reviewed pull request #" }
+  - when: {{ contains: "reviewed pull request #" }}
     reply: |
-      {"phase": "planning",
-       "goal_understanding": {"main_objective": "Add a hello file and propose it", "success_criteria": ["hello.md exists", "a pull request is open"], "constraints": []},
-       "task_decomposition": {"reasoning": "the review asks for a greeting file", "subtasks": [
-          {"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]},
-          {"id": "task_2", "description": "Open a pull request", "dependencies": ["task_1"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]},
-          {"id": "task_3", "description": "Write greet.md as the review asks", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]},
-          {"id": "task_4", "description": "Update the pull request", "dependencies": ["task_3"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]}]},
-       "action_plan": {"execution_order": ["task_1", "task_2", "task_3", "task_4"], "actions": [
-          {"task_id": "task_3", "action_type": "tool_call", "tool": "write_file", "purpose": "write greet.md", "expected_outcome": "file written"},
-          {"task_id": "task_4", "action_type": "tool_call", "tool": "open_pull_request", "purpose": "update the pull request", "expected_outcome": "branch updated"}]},
-       "self_check": {"goal_understanding": {"ok": true, "notes": "clear"}, "task_decomposition": {"ok": true, "notes": "ids unique"}, "action_plan": {"ok": true, "notes": "tools exist"}},
+      {{"phase": "planning",
+       "goal_understanding": {{"main_objective": "Add a hello file and propose it", "success_criteria": ["hello.md exists", "a {request} is open"], "constraints": []}},
+       "task_decomposition": {{"reasoning": "the review asks for a greeting file", "subtasks": [
+          {{"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]}},
+          {{"id": "task_2", "description": "Open a {request}", "dependencies": ["task_1"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]}},
+          {{"id": "task_3", "description": "Write greet.md as the review asks", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]}},
+          {{"id": "task_4", "description": "Update the {request}", "dependencies": ["task_3"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]}}]}},
+       "action_plan": {{"execution_order": ["task_1", "task_2", "task_3", "task_4"], "actions": [
+          {{"task_id": "task_3", "action_type": "tool_call", "tool": "write_file", "purpose": "write greet.md", "expected_outcome": "file written"}},
+          {{"task_id": "task_4", "action_type": "tool_call", "tool": "open_pull_request", "purpose": "update the {request}", "expected_outcome": "branch updated"}}]}},
+       "self_check": {{"goal_understanding": {{"ok": true, "notes": "clear"}}, "task_decomposition": {{"ok": true, "notes": "ids unique"}}, "action_plan": {{"ok": true, "notes": "tools exist"}}}},
        "comment": "Revised for the review.",
-       "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
-       "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}
-  - when: { contains: "Execute subtask `task_3`" }
-    tool_calls: [ { name: write_file, arguments: { path: greet.md, content: "hello, reviewer\n" } } ]
-  - when: { contains: "created `greet.md`" }
+       "replan_decision": {{"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}},
+       "quality": {{"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}}}
+  - when: {{ contains: "Execute subtask `task_3`" }}
+    tool_calls: [ {{ name: write_file, arguments: {{ path: greet.md, content: "hello, reviewer\n" }} }} ]
+  - when: {{ contains: "created `greet.md`" }}
     reply: |
-      {"report": "Wrote greet.md.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
-       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
-       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
-  - when: { contains: "Execute subtask `task_4`" }
-    tool_calls: [ { name: open_pull_request, arguments: { title: "Address the review" } } ]
-  - when: { contains: "Review threads to answer" }
+      {{"report": "Wrote greet.md.", "replan_decision": {{"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []}},
+       "verdict": {{"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []}},
+       "reflection": {{"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}}}
+  - when: {{ contains: "Execute subtask `task_4`" }}
+    tool_calls: [ {{ name: open_pull_request, arguments: {{ title: "Address the review" }} }} ]
+  - when: {{ contains: "Review threads to answer" }}
     reply: |
-      {"phase": "completion", "summary": {"goal_achieved": true, "tasks_completed": 4, "tasks_failed": 0, "key_outcomes": ["review addressed"]}, "done": true, "comment": "Review addressed",
+      {{"phase": "completion", "summary": {{"goal_achieved": true, "tasks_completed": 4, "tasks_failed": 0, "key_outcomes": ["review addressed"]}}, "done": true, "comment": "Review addressed",
        "review_threads": [
-         {"thread": "PRRT_kwFake1", "addressed": true, "reply": "Added greet.md."},
-         {"thread": "PRRT_kwFake2", "addressed": true, "reply": "Greeting is lower case now."},
-         {"thread": "PRRT_kwFake3", "addressed": true, "reply": "Trailing newline added."},
-         {"thread": "PRRT_kwFake4", "addressed": false, "reason": "question", "reply": "Do you want it translated too?"}]}
-"#;
+         {{"thread": "{t1}", "addressed": true, "reply": "Added greet.md."}},
+         {{"thread": "{t2}", "addressed": true, "reply": "Greeting is lower case now."}},
+         {{"thread": "{t3}", "addressed": true, "reply": "Trailing newline added."}},
+         {{"thread": "{t4}", "addressed": false, "reason": "question", "reply": "Do you want it translated too?"}}]}}
+"#
+    )
+}
 
 const REVIEW: [(&str, &str); 4] = [
     ("hello.md", "Please also add a greet.md."),
@@ -61,7 +69,15 @@ const REVIEW: [(&str, &str); 4] = [
 /// A world whose issue was planned and whose pull request Replan opened; returns the issue and
 /// the pull request's number.
 fn planned_world() -> (World, u64, u64) {
-    let world = World::new(REVIEW_SCRIPT);
+    let world = World::new(&review_script(
+        "pull request",
+        [
+            "PRRT_kwFake1",
+            "PRRT_kwFake2",
+            "PRRT_kwFake3",
+            "PRRT_kwFake4",
+        ],
+    ));
     let issue = world.alices_issue("Add a hello file", "Please add hello.md.");
     let first = world.run(&world.env("issues", &world.issue_opened(issue, "alice")));
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));

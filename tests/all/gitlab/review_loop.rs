@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::ci_job::{job_environment, text};
 use crate::github::e2e_support::scenario;
+use crate::github::review_loop::review_script;
 use crate::support::fake_gitlab::discussions::Discussion;
 use crate::support::fake_gitlab::{DEFAULT_ACTOR, Noteable, access};
 use crate::support::llm_server::LlmServer;
@@ -18,46 +19,13 @@ use replan::history::jsonl;
 
 const WRITING: [&str; 4] = ["POST", "PATCH", "PUT", "DELETE"];
 
-/// The revised plan keeps the two done tasks and adds two: write the file the review asks for,
-/// and update the merge request. The completion answers the four discussions (the fake numbers
-/// discussions 1, 2, … in 40 hex digits).
-const REVIEW_SCRIPT: &str = r#"
-mode: matched
-steps:
-  - when: { contains: "reviewed pull request #" }
-    reply: |
-      {"phase": "planning",
-       "goal_understanding": {"main_objective": "Add a hello file and propose it", "success_criteria": ["hello.md exists", "a merge request is open"], "constraints": []},
-       "task_decomposition": {"reasoning": "the review asks for a greeting file", "subtasks": [
-          {"id": "task_1", "description": "Write hello.md", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]},
-          {"id": "task_2", "description": "Open a merge request", "dependencies": ["task_1"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]},
-          {"id": "task_3", "description": "Write greet.md as the review asks", "dependencies": [], "estimated_complexity": "low", "required_tools": ["write_file"]},
-          {"id": "task_4", "description": "Update the merge request", "dependencies": ["task_3"], "estimated_complexity": "low", "required_tools": ["open_pull_request"]}]},
-       "action_plan": {"execution_order": ["task_1", "task_2", "task_3", "task_4"], "actions": [
-          {"task_id": "task_3", "action_type": "tool_call", "tool": "write_file", "purpose": "write greet.md", "expected_outcome": "file written"},
-          {"task_id": "task_4", "action_type": "tool_call", "tool": "open_pull_request", "purpose": "update the merge request", "expected_outcome": "branch updated"}]},
-       "self_check": {"goal_understanding": {"ok": true, "notes": "clear"}, "task_decomposition": {"ok": true, "notes": "ids unique"}, "action_plan": {"ok": true, "notes": "tools exist"}},
-       "comment": "Revised for the review.",
-       "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
-       "quality": {"score": 90, "is_acceptable": true, "issues": [], "suggestions": []}}
-  - when: { contains: "Execute subtask `task_3`" }
-    tool_calls: [ { name: write_file, arguments: { path: greet.md, content: "hello, reviewer\n" } } ]
-  - when: { contains: "created `greet.md`" }
-    reply: |
-      {"report": "Wrote greet.md.", "replan_decision": {"replan_needed": false, "confidence": 0.9, "reasoning": "all good", "replan_type": "none", "issues_found": [], "recommended_actions": [], "clarification_needed": false, "clarification_questions": []},
-       "verdict": {"success": true, "shouldContinue": false, "shouldReplan": false, "reason": "done", "missingRequirements": []},
-       "reflection": {"action_evaluated": "work", "status": "success", "evaluation": "fine", "issues_identified": [], "plan_revision_needed": false}}
-  - when: { contains: "Execute subtask `task_4`" }
-    tool_calls: [ { name: open_pull_request, arguments: { title: "Address the review" } } ]
-  - when: { contains: "Review threads to answer" }
-    reply: |
-      {"phase": "completion", "summary": {"goal_achieved": true, "tasks_completed": 4, "tasks_failed": 0, "key_outcomes": ["review addressed"]}, "done": true, "comment": "Review addressed",
-       "review_threads": [
-         {"thread": "0000000000000000000000000000000000000001", "addressed": true, "reply": "Added greet.md."},
-         {"thread": "0000000000000000000000000000000000000002", "addressed": true, "reply": "Greeting is lower case now."},
-         {"thread": "0000000000000000000000000000000000000003", "addressed": true, "reply": "Trailing newline added."},
-         {"thread": "0000000000000000000000000000000000000004", "addressed": false, "reason": "question", "reply": "Do you want it translated too?"}]}
-"#;
+/// The fake numbers discussions 1, 2, … in 40 hex digits.
+const DISCUSSIONS: [&str; 4] = [
+    "0000000000000000000000000000000000000001",
+    "0000000000000000000000000000000000000002",
+    "0000000000000000000000000000000000000003",
+    "0000000000000000000000000000000000000004",
+];
 
 const REVIEW: [&str; 4] = [
     "Please also add a greet.md.",
@@ -93,7 +61,7 @@ impl Project {
         fake.commit_file(&format!("replan/issue-{issue}"), "hello.md", "hello\n");
         let mut project = Project {
             fake,
-            llm: LlmServer::start(scenario(REVIEW_SCRIPT)),
+            llm: LlmServer::start(scenario(&review_script("merge request", DISCUSSIONS))),
             origin,
             checkout,
             issue,
