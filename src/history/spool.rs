@@ -160,8 +160,9 @@ pub async fn replay(
     Ok(committed)
 }
 
-/// The entries whose lines (without `seq`) the thread's file does not hold yet.
-async fn not_yet_committed(
+/// The entries whose lines (without `seq`: run id, time and content) the thread's file does not
+/// hold yet; an earlier attempt (a retried append, a re-run publish) committed the others.
+pub async fn not_yet_committed(
     backend: &dyn HistoryBackend,
     thread: &ThreadRef,
     entries: Vec<Entry>,

@@ -461,7 +461,14 @@ impl Publishing {
                     Ok(entries) => entries,
                     Err(e) => return self.failed(format!("history of {thread}: {e}")),
                 };
-                let entries = match self.not_yet_appended(thread, entries).await {
+                let entries = match crate::history::spool::not_yet_committed(
+                    self.target.history.as_ref(),
+                    thread,
+                    entries,
+                )
+                .await
+                .map_err(|e| format!("reading it to find lines already appended: {e}"))
+                {
                     Ok(entries) if entries.is_empty() => return,
                     Ok(entries) => entries,
                     Err(e) => return self.failed(format!("history of {thread}: {e}")),
@@ -485,33 +492,6 @@ impl Publishing {
                 serde_json::from_str(&line).map_err(|e| format!("an entry no longer parses: {e}"))
             })
             .collect()
-    }
-
-    /// The entries whose line (without its `seq`: run id, time and content) is not on the
-    /// thread's history yet; an earlier attempt at this publish appended the others.
-    async fn not_yet_appended(
-        &self,
-        thread: &ThreadRef,
-        entries: Vec<Entry>,
-    ) -> Result<Vec<Entry>, String> {
-        let loaded = self
-            .target
-            .history
-            .load(thread)
-            .await
-            .map_err(|e| format!("reading it to find lines already appended: {e}"))?;
-        let present: BTreeSet<String> = loaded
-            .text
-            .lines()
-            .filter_map(jsonl::idempotency_key)
-            .collect();
-        Ok(entries
-            .into_iter()
-            .filter(|entry| {
-                jsonl::idempotency_key(&jsonl::to_line(entry))
-                    .is_none_or(|key| !present.contains(&key))
-            })
-            .collect())
     }
 
     /// Create or update the thread's checklist once, with the last body the agent rendered.
