@@ -15,4 +15,4 @@ mod planning;
 mod refinement;
 mod report_snapshots;
 mod resume;
-mod verify;
+pub(crate) mod verify;

@@ -179,14 +179,16 @@ fn a_model_that_claims_success_while_the_check_fails_does_not_end_completed() {
     );
 }
 
+/// In front of the base scenario: task_1 only lists the files, then says it is done.
+pub(crate) fn changes_nothing() -> String {
+    format!(
+        "steps:\n  - when: {{ contains: \"README.md\" }}\n    reply: '{LOOKED}'\n  - when: {{ contains: \"Execute subtask `task_1`\" }}\n    tool_calls: [ {{ name: list_files, arguments: {{}} }} ]\n"
+    )
+}
+
 #[test]
 fn a_model_that_changes_nothing_ends_no_changes() {
-    let run = run_with(
-        "",
-        &format!(
-            "steps:\n  - when: {{ contains: \"README.md\" }}\n    reply: '{LOOKED}'\n  - when: {{ contains: \"Execute subtask `task_1`\" }}\n    tool_calls: [ {{ name: list_files, arguments: {{}} }} ]\n"
-        ),
-    );
+    let run = run_with("", &changes_nothing());
     assert_eq!(
         run.status,
         RunStatus::NoChanges,

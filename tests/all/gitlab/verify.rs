@@ -51,3 +51,45 @@ fn gitlab_pipeline_proves_the_subtask_with_the_detected_make_test() {
     });
     assert_eq!(status, Some(RunStatus::Completed));
 }
+
+/// A model that claims success while the final check fails does not end `completed` on GitLab
+/// either: `unverified`, with the failing check in the checklist note.
+#[test]
+fn gitlab_a_failing_final_check_ends_unverified_whatever_the_model_claims() {
+    let world = World::new(ONE_TASK);
+    let iid = world.alices_issue();
+    world.checkout.write(
+        ".replan.yml",
+        "verify:\n  - name: greets\n    argv: [grep, -q, goodbye, hello.md]\n    when: final\n",
+    );
+    world.checkout.commit_all("replan config");
+
+    let output = world.start_issue(iid);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let entries = jsonl::parse(&world.history(iid)).entries;
+    let status = entries.iter().rev().find_map(|e| match &e.body {
+        EntryBody::RunFinished { status, .. } => Some(*status),
+        _ => None,
+    });
+    assert_eq!(status, Some(RunStatus::Unverified), "{}", text(&output));
+    let checklist = world.checklist(iid);
+    assert!(checklist.contains("❌ `greets` failed on `"), "{checklist}");
+}
+
+/// A model that changes nothing ends `no_changes` on GitLab too.
+#[test]
+fn gitlab_a_model_that_changes_nothing_ends_no_changes() {
+    let world = World::new(&crate::engine::verify::changes_nothing());
+    let iid = world.alices_issue();
+
+    let output = world.start_issue(iid);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let entries = jsonl::parse(&world.history(iid)).entries;
+    let status = entries.iter().rev().find_map(|e| match &e.body {
+        EntryBody::RunFinished { status, .. } => Some(*status),
+        _ => None,
+    });
+    assert_eq!(status, Some(RunStatus::NoChanges), "{}", text(&output));
+}

@@ -122,3 +122,39 @@ fn github_e2e_evidence_on_an_earlier_tree_is_shown_stale_and_proves_nothing() {
     let rendered = gfm::render(&checklist);
     rendered.assert_details_balanced(&checklist);
 }
+
+/// The scenarios of issue 37 on the fake GitHub as on the local forge: a model that changes
+/// nothing ends `no_changes`, whatever it claims.
+#[test]
+fn github_e2e_a_model_that_changes_nothing_ends_no_changes() {
+    let world = World::new(&crate::engine::verify::changes_nothing());
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
+    let output = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.outputs()["status"], "no_changes", "{}", text(&output));
+    let history = world.history(number);
+    assert!(history.contains("\"status\":\"no_changes\""), "{history}");
+    assert!(!history.contains("\"status\":\"completed\""), "{history}");
+}
+
+/// A check that outlives its timeout is stopped, and the run ends `unverified` saying so.
+#[test]
+fn github_e2e_a_check_that_times_out_leaves_the_run_unverified() {
+    let world = World::new("");
+    world.checkout.write(
+        ".replan.yml",
+        "verify:\n  - name: slow\n    argv: [sleep, \"30\"]\n    timeout_seconds: 1\n    when: final\n",
+    );
+    world.checkout.commit_all("replan config");
+    world.checkout.run_git(&["push", "-q", "origin", "main"]);
+    let number = world.alices_issue("Add a hello file", "Please add hello.md.");
+    let output = world.run(&world.env("issues", &world.issue_opened(number, "alice")));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(world.outputs()["status"], "unverified", "{}", text(&output));
+    assert!(
+        checklist_of(&world, number).contains("`slow` timed out"),
+        "{}",
+        checklist_of(&world, number)
+    );
+    assert!(world.history(number).contains("\"status\":\"timed_out\""));
+}
