@@ -109,21 +109,35 @@ impl GitLabForge {
         head: &str,
         base: &str,
     ) -> Result<Option<Value>, ForgeError> {
-        let query: String = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("state", "opened")
-            .append_pair("source_branch", head)
-            .append_pair("target_branch", base)
-            .finish();
-        let list = self
-            .client
+        let list = self.open_merge_requests(head, Some(base)).await?;
+        Ok(list.into_iter().find(|mr| merge_request_ref(mr).is_some()))
+    }
+
+    /// The project's open merge requests from `source` (into `target`, when given).
+    async fn open_merge_requests(
+        &self,
+        source: &str,
+        target: Option<&str>,
+    ) -> Result<Vec<Value>, ForgeError> {
+        // A block, so the serializer (not `Send`) is gone before the request is awaited.
+        let query = {
+            let mut query = url::form_urlencoded::Serializer::new(String::new());
+            query
+                .append_pair("state", "opened")
+                .append_pair("source_branch", source);
+            if let Some(target) = target {
+                query.append_pair("target_branch", target);
+            }
+            query.finish()
+        };
+        self.client
             .get_all(
                 &self
                     .client
                     .project_path(&format!("/merge_requests?{query}")),
                 "listing open merge requests",
             )
-            .await?;
-        Ok(list.into_iter().find(|mr| merge_request_ref(mr).is_some()))
+            .await
     }
 }
 
@@ -312,19 +326,7 @@ impl Forge for GitLabForge {
     }
 
     async fn latest_ci_run(&self, branch: &str) -> ForgeResult<Option<crate::trigger::CiRun>> {
-        let query: String = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("state", "opened")
-            .append_pair("source_branch", branch)
-            .finish();
-        let list = self
-            .client
-            .get_all(
-                &self
-                    .client
-                    .project_path(&format!("/merge_requests?{query}")),
-                "listing open merge requests",
-            )
-            .await?;
+        let list = self.open_merge_requests(branch, None).await?;
         let Some(iid) = list.iter().find_map(|mr| mr["iid"].as_u64()) else {
             return Ok(None);
         };
